@@ -1,0 +1,119 @@
+"""Command line: `serve`, `check-config` and `collect-once`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from exporter import __version__
+from exporter.collection import SOURCE_JMX, CollectionLoop
+from exporter.config import ConfigError, Settings, load_settings
+from exporter.exposition import OPENMETRICS_EOF, ExpositionCache
+from exporter.http import make_app
+
+log = logging.getLogger("exporter")
+
+EXIT_CONFIG = 2
+CONFIG_ENV = "KCE_CONFIG_FILE"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafka-client-exporter",
+        description="Prometheus exporter of the client software and versions connected to Kafka brokers.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (
+        ("serve", "collect in the background and serve /metrics"),
+        ("check-config", "validate the configuration without connecting to anything"),
+        ("collect-once", "run one collection cycle, print the exposition, exit (1 when every broker failed)"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument(
+            "--config",
+            type=Path,
+            default=os.environ.get(CONFIG_ENV),
+            help=f"YAML configuration file (default: ${CONFIG_ENV}); KCE_* variables override it",
+        )
+        command.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=None)
+        if name == "serve":
+            command.add_argument("--host", default=None, help="listen address (default: web.host)")
+            command.add_argument("--port", type=int, default=None, help="listen port (default: web.port)")
+    return parser
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # kafka-python logs every reconnect attempt at WARNING; our own per-broker state lines say it once.
+    logging.getLogger("kafka").setLevel(max(logging.getLevelName(level), logging.ERROR))
+
+
+async def _serve(settings: Settings, host: str, port: int) -> None:
+    collection = CollectionLoop(settings)
+    stop = asyncio.Event()
+    task = asyncio.create_task(collection.run_forever(stop))
+    cache = ExpositionCache(settings.collection.network_processor_label)
+    runner = web.AppRunner(make_app(lambda: collection.snapshot, lambda: not task.done(), cache), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    log.info("kafka-client-exporter %s serving http://%s:%d/metrics", __version__, host, port)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping")
+    task.cancel()  # kills JMX JVMs still running
+    await asyncio.gather(task, return_exceptions=True)
+    await runner.cleanup()
+    await asyncio.to_thread(collection.close)
+
+
+async def _collect_once(settings: Settings) -> int:
+    collection = CollectionLoop(settings)
+    try:
+        snapshot = await collection.run_cycle()
+    finally:
+        await asyncio.to_thread(collection.close)
+    body = ExpositionCache(settings.collection.network_processor_label).render_snapshot(snapshot, False)
+    sys.stdout.write(body.removesuffix(OPENMETRICS_EOF).decode())
+    jmx = [r for r in snapshot.results if r.key.source == SOURCE_JMX]
+    if not any(r.ok for r in jmx):
+        log.error("every broker failed (%d polled)", len(jmx))
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as exc:
+        print(f"kafka-client-exporter: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    _setup_logging(args.log_level or settings.log_level)
+    if args.command == "check-config":
+        brokers = sum(len(c.brokers or ()) for c in settings.clusters)
+        discovered = [c.name for c in settings.clusters if c.brokers is None]
+        print(
+            f"configuration OK: {len(settings.clusters)} cluster(s), {brokers} broker(s) listed"
+            + (f", brokers discovered for {', '.join(discovered)}" if discovered else "")
+        )
+        return 0
+    if args.command == "collect-once":
+        return asyncio.run(_collect_once(settings))
+    host = args.host or settings.web.host
+    port = args.port if args.port is not None else settings.web.port
+    asyncio.run(_serve(settings, host, port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

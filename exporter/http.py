@@ -1,0 +1,98 @@
+"""HTTP layer (aiohttp): /metrics, the landing page, /healthz and /readyz. It only reads snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from collections import defaultdict
+from collections.abc import Callable
+
+from aiohttp import web
+
+from exporter import __version__
+from exporter.exposition import ExpositionCache, negotiate
+from exporter.snapshot import Snapshot
+
+SnapshotGetter = Callable[[], Snapshot | None]
+SNAPSHOT_KEY = web.AppKey("snapshot", SnapshotGetter)
+ALIVE_KEY = web.AppKey("alive", Callable[[], bool])
+CACHE_KEY = web.AppKey("cache", ExpositionCache)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    openmetrics, content_type = negotiate(request.headers.get("Accept"))
+    snapshot = request.app[SNAPSHOT_KEY]()
+    body = await asyncio.to_thread(request.app[CACHE_KEY].render, snapshot, openmetrics)
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+async def healthz(request: web.Request) -> web.Response:
+    if request.app[ALIVE_KEY]():
+        return web.Response(text="ok\n")
+    return web.Response(status=503, text="collection loop is not running\n")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    if request.app[SNAPSHOT_KEY]() is not None:
+        return web.Response(text="ready\n")
+    return web.Response(status=503, text="first collection cycle not finished yet\n")
+
+
+def _inventory_rows(snapshot: Snapshot) -> dict[str, list[tuple[str, str, str, int]]]:
+    rows: dict[str, dict[tuple[str, str, str], int]] = defaultdict(lambda: defaultdict(int))
+    for result in snapshot.results:
+        if result.ok and result.jmx:
+            for client in result.jmx.clients:
+                rows[result.key.cluster][(client.software_name, client.software_version, result.key.broker)] += (
+                    client.connections
+                )
+    return {
+        cluster: [(*key, count) for key, count in sorted(table.items()) if count > 0] for cluster, table in rows.items()
+    }
+
+
+def render_landing(snapshot: Snapshot | None) -> str:
+    esc = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>kafka-client-exporter</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
+        "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.down{color:#b00}</style></head><body>",
+        f"<h1>kafka-client-exporter {esc(__version__)}</h1>",
+        "<p><a href='/metrics'>Metrics</a> · <a href='/healthz'>healthz</a> · <a href='/readyz'>readyz</a></p>",
+    ]
+    if snapshot is None:
+        parts.append("<p>The first collection cycle has not finished yet.</p></body></html>")
+        return "".join(parts)
+    inventory = _inventory_rows(snapshot)
+    for cluster in snapshot.clusters:
+        parts.append(f"<h2>Cluster {esc(cluster)}</h2><table><tr><th>broker</th><th>source</th><th>status</th></tr>")
+        for result in snapshot.results:
+            if result.key.cluster == cluster:
+                status = "up" if result.ok else f"<span class='down'>down: {esc(result.error_message or '')}</span>"
+                parts.append(
+                    f"<tr><td>{esc(result.key.broker)}</td><td>{esc(result.key.source)}</td><td>{status}</td></tr>"
+                )
+        parts.append(
+            "</table><table><tr><th>client software</th><th>version</th><th>broker</th><th>connections</th></tr>"
+        )
+        for name, version, broker, count in inventory.get(cluster, []):
+            parts.append(f"<tr><td>{esc(name)}</td><td>{esc(version)}</td><td>{esc(broker)}</td><td>{count}</td></tr>")
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+async def landing(request: web.Request) -> web.Response:
+    return web.Response(text=render_landing(request.app[SNAPSHOT_KEY]()), content_type="text/html")
+
+
+def make_app(get_snapshot: SnapshotGetter, is_alive: Callable[[], bool], cache: ExpositionCache) -> web.Application:
+    app = web.Application()
+    app[SNAPSHOT_KEY] = get_snapshot
+    app[ALIVE_KEY] = is_alive
+    app[CACHE_KEY] = cache
+    app.router.add_get("/", landing)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app

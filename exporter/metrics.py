@@ -1,0 +1,148 @@
+"""Collectors: turn one Snapshot into fresh Prometheus metric families (nothing is kept between scrapes)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from exporter import __version__
+from exporter.snapshot import Snapshot
+
+CLIENT_MBEAN = (
+    "kafka.server:type=socket-server-metrics,clientSoftwareName,clientSoftwareVersion,listener,networkProcessor"
+)
+
+
+class SnapshotCollector(Collector):
+    """Renders exactly one snapshot; build a new one per snapshot so no label set outlives its source."""
+
+    def __init__(self, snapshot: Snapshot | None, network_processor_label: bool = False) -> None:
+        self._snapshot = snapshot
+        self._per_processor = network_processor_label
+
+    def collect(self) -> Iterator[Metric]:
+        build = GaugeMetricFamily(
+            "kafka_client_exporter_build_info",
+            "Version of kafka-client-exporter; always 1.",
+            labels=["version"],
+        )
+        build.add_metric([__version__], 1)
+        yield build
+        if self._snapshot is None:
+            return
+        yield from self._client_families(self._snapshot)
+        yield from self._health_families(self._snapshot)
+
+    def _client_families(self, snapshot: Snapshot) -> Iterator[Metric]:
+        base = ["cluster", "broker", "listener"]
+        processor = ["network_processor"] if self._per_processor else []
+        connections = GaugeMetricFamily(
+            "kafka_client_connections",
+            f"Open connections per client software name and version (KIP-511), from JMX {CLIENT_MBEAN} "
+            "attribute connections, summed over network processors unless network_processor is a label. "
+            "Only non-zero values are exported: Kafka keeps zero-valued MBeans, we drop them. "
+            "Collected in the background; see kafka_client_exporter_snapshot_timestamp_seconds.",
+            labels=[*base, *processor, "client_software_name", "client_software_version"],
+        )
+        deprecated = CounterMetricFamily(
+            "kafka_client_deprecated_requests",
+            "Requests in API versions deprecated by KIP-896 per client software, from JMX "
+            "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec attribute Count (brokers 3.7-3.9).",
+            labels=[
+                "cluster",
+                "broker",
+                "request",
+                "version",
+                "client_software_name",
+                "client_software_version",
+            ],
+        )
+        suite_full = GaugeMetricFamily(
+            "kafka_client_exporter_client_suite_full",
+            "1 when a network processor tracks 100 client name/version keys that all have connections: Kafka "
+            "then silently stops tracking new clients there, so the inventory of that processor is incomplete.",
+            labels=["cluster", "broker", "listener", "network_processor"],
+        )
+        for result in snapshot.results:
+            if not result.ok or result.jmx is None:
+                continue
+            cluster, broker = result.key.cluster, result.key.broker
+            sums: dict[tuple[str, ...], int] = defaultdict(int)
+            for client in result.jmx.clients:
+                key = (
+                    client.listener,
+                    *([client.network_processor] if self._per_processor else []),
+                    client.software_name,
+                    client.software_version,
+                )
+                sums[key] += client.connections
+            for key, total in sorted(sums.items()):
+                if total > 0:
+                    connections.add_metric([cluster, broker, *key], total)
+            for request in result.jmx.deprecated_requests:
+                deprecated.add_metric(
+                    [
+                        cluster,
+                        broker,
+                        request.request,
+                        request.version,
+                        request.software_name,
+                        request.software_version,
+                    ],
+                    request.count,
+                )
+            for suite in result.jmx.suites:
+                suite_full.add_metric([cluster, broker, suite.listener, suite.network_processor], int(suite.full))
+        yield connections
+        yield deprecated
+        yield suite_full
+
+    def _health_families(self, snapshot: Snapshot) -> Iterator[Metric]:
+        labels = ["cluster", "broker", "source"]
+        up = GaugeMetricFamily(
+            "kafka_client_exporter_up",
+            "1 when the last poll of this broker's source succeeded, else 0.",
+            labels=labels,
+        )
+        duration = GaugeMetricFamily(
+            "kafka_client_exporter_collect_duration_seconds",
+            "Wall time of the last poll of this broker's source.",
+            labels=labels,
+        )
+        for result in snapshot.results:
+            values = [result.key.cluster, result.key.broker, result.key.source]
+            up.add_metric(values, int(result.ok))
+            duration.add_metric(values, result.duration_seconds)
+        errors = CounterMetricFamily(
+            "kafka_client_exporter_errors",
+            "Failed polls by reason (timeout, connection, authentication, jmx_error, invalid_response, discovery, "
+            "java_not_found).",
+            labels=[*labels, "reason"],
+        )
+        for (key, reason), count in sorted(snapshot.errors_total.items()):
+            errors.add_metric([key.cluster, key.broker, key.source, reason], count)
+        last_success = GaugeMetricFamily(
+            "kafka_client_exporter_last_success_timestamp_seconds",
+            "Unix time of the last successful poll of this broker's source.",
+            labels=labels,
+        )
+        for key, when in sorted(snapshot.last_success.items()):
+            last_success.add_metric([key.cluster, key.broker, key.source], when)
+        yield up
+        yield duration
+        yield errors
+        yield last_success
+        yield GaugeMetricFamily(
+            "kafka_client_exporter_snapshot_timestamp_seconds",
+            "Unix time the served snapshot was completed; /metrics serves the latest background cycle, so "
+            "time() minus this is the age of the data.",
+            value=snapshot.taken_at,
+        )
+        yield GaugeMetricFamily(
+            "kafka_client_exporter_cycle_duration_seconds",
+            "Wall time of the last complete collection cycle over all clusters and brokers.",
+            value=snapshot.cycle_duration_seconds,
+        )

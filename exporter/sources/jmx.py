@@ -1,0 +1,203 @@
+"""JMX source: the KIP-511 client gauges and KIP-896 deprecated-request meters of one broker.
+
+We use jmxquery's bundled JMXQuery jar and its query syntax, but launch the JVM ourselves: jmxquery's own
+timeout path crashes (it decodes a None output) and without a timeout the jar waits 60 s on an endpoint
+that accepts TCP and never answers. One JVM per broker per cycle serves every query (they are batched).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from jmxquery import JAR_PATH, JMXQuery
+
+from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, ProcessorSuite
+from exporter.sources.object_name import parse_object_name
+
+log = logging.getLogger(__name__)
+
+# mbeans.md section 1: the per-client gauge has exactly these tags, in this order. The TLS-cipher gauge
+# shares type and attribute name (`connections`) but has cipher/protocol tags instead.
+CLIENT_GAUGE_KEYS = frozenset({"type", "clientSoftwareName", "clientSoftwareVersion", "listener", "networkProcessor"})
+# mbeans.md section 3: KIP-896 meter, created lazily for versions listed in an API's deprecatedVersions.
+DEPRECATED_KEYS = frozenset({"type", "name", "request", "version", "clientSoftwareName", "clientSoftwareVersion"})
+
+QUERIES: tuple[JMXQuery, ...] = (
+    JMXQuery(
+        "kafka.server:type=socket-server-metrics,clientSoftwareName=*,clientSoftwareVersion=*,"
+        "listener=*,networkProcessor=*",
+        "connections",
+    ),
+    JMXQuery("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,*", "Count"),
+)
+
+# How much of the jar's stderr/stdout goes into an error message: enough for the root cause.
+_DETAIL_CHARS = 300
+
+
+class JmxError(Exception):
+    """A failed JMX call; `reason` is a short, stable label for the errors counter."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class JmxTarget:
+    url: str
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class JavaRuntime:
+    path: str = "java"
+    options: tuple[str, ...] = ()
+
+
+def build_command(target: JmxTarget, java: JavaRuntime, queries: Sequence[JMXQuery] = QUERIES) -> list[str]:
+    """The jar's command line (as jmxquery builds it). It holds the password: never log it."""
+    command = [java.path, *java.options, "-jar", JAR_PATH, "-url", target.url, "-json"]
+    if target.username:
+        command += ["-u", target.username, "-p", target.password or ""]
+    command += ["-q", "".join(query.to_query_string() + ";" for query in queries)]
+    return command
+
+
+def _redact(text: str, target: JmxTarget) -> str:
+    text = " ".join(text.split())[:_DETAIL_CHARS]
+    if target.password:
+        text = text.replace(target.password, "***")
+    return text
+
+
+def _classify_failure(returncode: int, stdout: str, stderr: str, target: JmxTarget) -> JmxError:
+    if "SecurityException" in stderr or "Authentication failed" in stderr or "Credentials required" in stderr:
+        return JmxError(
+            "authentication",
+            f"JMX authentication failed at {target.url} for user {target.username or '(none)'}: "
+            "check the JMX username and password",
+        )
+    try:
+        reported = json.loads(stdout, strict=False)
+    except ValueError:
+        reported = None
+    if isinstance(reported, dict) and "error" in reported:
+        return JmxError(
+            "connection",
+            f"cannot connect to JMX at {target.url}: {_redact(str(reported.get('message')), target)}",
+        )
+    detail = _redact(stderr or stdout, target) or "no output"
+    return JmxError("jmx_error", f"JMX query at {target.url} failed (exit {returncode}): {detail}")
+
+
+async def run_queries(
+    target: JmxTarget, java: JavaRuntime, deadline_seconds: float, queries: Sequence[JMXQuery] = QUERIES
+) -> list[dict]:
+    """Run the jar once for all `queries`; kill it when `deadline_seconds` pass."""
+    try:
+        # No shell: the password stays an argv element of our own child, never a shell string or a log line.
+        process = await asyncio.create_subprocess_exec(
+            *build_command(target, java, queries),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except FileNotFoundError:
+        raise JmxError("java_not_found", f"java executable {java.path!r} not found; set java.path") from None
+    try:
+        stdout_bytes, stderr_bytes = await asyncio.wait_for(process.communicate(), deadline_seconds)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise JmxError("timeout", f"JMX query at {target.url} did not finish within {deadline_seconds:g} s") from None
+    except asyncio.CancelledError:
+        process.kill()
+        await process.wait()
+        raise
+    stdout = stdout_bytes.decode("utf-8", "replace")
+    stderr = stderr_bytes.decode("utf-8", "replace")
+    if process.returncode != 0:
+        raise _classify_failure(process.returncode or 0, stdout, stderr, target)
+    try:
+        # The jar writes raw control characters inside strings; strict=False accepts them.
+        items = json.loads(stdout or "[]", strict=False)
+    except ValueError:
+        raise JmxError(
+            "invalid_response", f"JMX query at {target.url} returned no JSON: {_redact(stdout, target)}"
+        ) from None
+    if not isinstance(items, list):
+        raise JmxError("invalid_response", f"JMX query at {target.url} returned {type(items).__name__}, not a list")
+    return items
+
+
+def _count(value: object) -> int | None:
+    # Kafka's gauge is an Integer but its MBeanInfo says double; the jar may hand back either.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return round(value)
+
+
+def parse_reading(items: Iterable[dict]) -> JmxReading:
+    """Turn the jar's JSON items into a reading; items of other MBean shapes are ignored."""
+    clients: list[ClientConnections] = []
+    deprecated: list[DeprecatedRequests] = []
+    suite_keys: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for item in items:
+        try:
+            name = parse_object_name(str(item["mBeanName"]))
+        except (KeyError, ValueError):
+            log.debug("skipping JMX item without a valid mBeanName: %r", item)
+            continue
+        count = _count(item.get("value"))
+        if count is None:
+            continue
+        props = name.properties
+        if (
+            name.domain == "kafka.server"
+            and item.get("attribute") == "connections"
+            and name.keys == CLIENT_GAUGE_KEYS
+            and props["type"] == "socket-server-metrics"
+        ):
+            slot = (props["listener"], props["networkProcessor"])
+            suite_keys[slot].append(count)
+            clients.append(
+                ClientConnections(
+                    listener=slot[0],
+                    network_processor=slot[1],
+                    software_name=props["clientSoftwareName"],
+                    software_version=props["clientSoftwareVersion"],
+                    connections=count,
+                )
+            )
+        elif (
+            name.domain == "kafka.network"
+            and item.get("attribute") == "Count"
+            and name.keys == DEPRECATED_KEYS
+            and props["name"] == "DeprecatedRequestsPerSec"
+        ):
+            deprecated.append(
+                DeprecatedRequests(
+                    request=props["request"],
+                    version=props["version"],
+                    software_name=props["clientSoftwareName"],
+                    software_version=props["clientSoftwareVersion"],
+                    count=count,
+                )
+            )
+    suites = tuple(
+        ProcessorSuite(listener, processor, keys=len(counts), live_keys=sum(1 for c in counts if c > 0))
+        for (listener, processor), counts in sorted(suite_keys.items())
+    )
+    return JmxReading(clients=tuple(clients), deprecated_requests=tuple(deprecated), suites=suites)
+
+
+async def read_broker(target: JmxTarget, java: JavaRuntime, deadline_seconds: float) -> JmxReading:
+    return parse_reading(await run_queries(target, java, deadline_seconds))

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything the demo and the tests need on a fresh Debian machine, and nothing twice:
+# system packages (kcat, a JDK, Node.js), the project venv in .venv, and the Node clients.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v kcat >/dev/null || need_apt+=(kcat)
+command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
+command -v node >/dev/null || need_apt+=(nodejs npm)
+command -v promtool >/dev/null || need_apt+=(prometheus)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} with apt-get" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+
+if [ ! -d kafka_double/node/node_modules/kafkajs ]; then
+  npm install --silent --no-audit --no-fund --prefix kafka_double/node >/dev/null
+fi
