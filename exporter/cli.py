@@ -15,7 +15,7 @@ from aiohttp import web
 from exporter import __version__
 from exporter.collection import SOURCE_JMX, CollectionLoop
 from exporter.config import ConfigError, Settings, load_settings
-from exporter.exposition import OPENMETRICS_EOF, ExpositionCache
+from exporter.exposition import Exposition, render_snapshot
 from exporter.http import make_app
 
 log = logging.getLogger("exporter")
@@ -57,11 +57,11 @@ def _setup_logging(level: str) -> None:
 
 
 async def _serve(settings: Settings, host: str, port: int) -> None:
-    collection = CollectionLoop(settings)
+    exposition = Exposition(settings.collection.network_processor_label)
+    collection = CollectionLoop(settings, publish=exposition.publish)
     stop = asyncio.Event()
     task = asyncio.create_task(collection.run_forever(stop))
-    cache = ExpositionCache(settings.collection.network_processor_label)
-    runner = web.AppRunner(make_app(lambda: collection.snapshot, lambda: not task.done(), cache), access_log=None)
+    runner = web.AppRunner(make_app(exposition, lambda: not task.done()), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     log.info("kafka-client-exporter %s serving http://%s:%d/metrics", __version__, host, port)
@@ -82,8 +82,7 @@ async def _collect_once(settings: Settings) -> int:
         snapshot = await collection.run_cycle()
     finally:
         await asyncio.to_thread(collection.close)
-    body = ExpositionCache(settings.collection.network_processor_label).render_snapshot(snapshot, False)
-    sys.stdout.write(body.removesuffix(OPENMETRICS_EOF).decode())
+    sys.stdout.write(render_snapshot(snapshot, False, settings.collection.network_processor_label).decode())
     jmx = [r for r in snapshot.results if r.key.source == SOURCE_JMX]
     if not any(r.ok for r in jmx):
         log.error("every broker failed (%d polled)", len(jmx))

@@ -40,8 +40,14 @@ class BrokerTarget:
 
 
 class CollectionLoop:
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        publish: Callable[[Snapshot], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._settings = settings
+        self._publish = publish
         self._clock = clock
         self._java = JavaRuntime(settings.java.path, tuple(settings.java.options))
         self._semaphore = asyncio.Semaphore(settings.collection.max_concurrency)
@@ -171,6 +177,9 @@ class CollectionLoop:
             started = time.monotonic()
             try:
                 snapshot = await self.run_cycle()
+                if self._publish is not None:
+                    # Rendering is CPU-bound; a worker thread keeps /metrics answering meanwhile.
+                    await asyncio.to_thread(self._publish, snapshot)
                 log.debug("cycle %d took %.2f s", snapshot.sequence, snapshot.cycle_duration_seconds)
             except Exception:  # a bug in one cycle must not end collection for good
                 log.exception("collection cycle failed")

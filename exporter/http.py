@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import html
 from collections import defaultdict
 from collections.abc import Callable
@@ -10,20 +9,22 @@ from collections.abc import Callable
 from aiohttp import web
 
 from exporter import __version__
-from exporter.exposition import ExpositionCache, negotiate
+from exporter.exposition import Exposition, negotiate, wants_gzip
 from exporter.snapshot import Snapshot
 
-SnapshotGetter = Callable[[], Snapshot | None]
-SNAPSHOT_KEY = web.AppKey("snapshot", SnapshotGetter)
+EXPOSITION_KEY = web.AppKey("exposition", Exposition)
 ALIVE_KEY = web.AppKey("alive", Callable[[], bool])
-CACHE_KEY = web.AppKey("cache", ExpositionCache)
 
 
 async def metrics(request: web.Request) -> web.Response:
     openmetrics, content_type = negotiate(request.headers.get("Accept"))
-    snapshot = request.app[SNAPSHOT_KEY]()
-    body = await asyncio.to_thread(request.app[CACHE_KEY].render, snapshot, openmetrics)
-    return web.Response(body=body, headers={"Content-Type": content_type})
+    compressed = wants_gzip(request.headers.get("Accept-Encoding"))
+    # Pre-rendered bytes plus ~0.1 ms of process metrics: cheaper inline than a hop to a thread.
+    body = request.app[EXPOSITION_KEY].render(openmetrics, compressed)
+    headers = {"Content-Type": content_type, "Vary": "Accept, Accept-Encoding"}
+    if compressed:
+        headers["Content-Encoding"] = "gzip"
+    return web.Response(body=body, headers=headers)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -33,7 +34,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    if request.app[SNAPSHOT_KEY]() is not None:
+    if request.app[EXPOSITION_KEY].snapshot is not None:
         return web.Response(text="ready\n")
     return web.Response(status=503, text="first collection cycle not finished yet\n")
 
@@ -83,14 +84,13 @@ def render_landing(snapshot: Snapshot | None) -> str:
 
 
 async def landing(request: web.Request) -> web.Response:
-    return web.Response(text=render_landing(request.app[SNAPSHOT_KEY]()), content_type="text/html")
+    return web.Response(text=render_landing(request.app[EXPOSITION_KEY].snapshot), content_type="text/html")
 
 
-def make_app(get_snapshot: SnapshotGetter, is_alive: Callable[[], bool], cache: ExpositionCache) -> web.Application:
+def make_app(exposition: Exposition, is_alive: Callable[[], bool]) -> web.Application:
     app = web.Application()
-    app[SNAPSHOT_KEY] = get_snapshot
+    app[EXPOSITION_KEY] = exposition
     app[ALIVE_KEY] = is_alive
-    app[CACHE_KEY] = cache
     app.router.add_get("/", landing)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)

@@ -61,7 +61,10 @@ def test_password_from_file_is_secret(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (VALID.replace("port: 9999", "port: 70000"), "clusters.0.jmx.port: Input should be less than or equal to 65535"),
+        (
+            VALID.replace("port: 9999", "port: 70000"),
+            "clusters.0.jmx.port: Input should be less than or equal to 65535",
+        ),
         (VALID.replace("name: prod", "name: ''"), "clusters.0.name"),
         (VALID.replace("kafka-0.example:9092", "kafka-0.example"), "is not host:port"),
         (VALID.replace("{id: 2, host: kafka-1.example}", "{id: 1, host: kafka-1.example}"), "repeated: [1]"),

@@ -3,48 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
+from tests.conftest import closed_port
 
 pytestmark = pytest.mark.slow
 JAVA = JavaRuntime("java", ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A port that accepts TCP connections and never says a word (a wedged JVM, a firewall)."""
-    server = socket.create_server(("127.0.0.1", 0))
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                accepted.append(server.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in accepted:
-        conn.close()
-    server.close()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def url(port: int) -> str:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.exposition import ExpositionCache
+from exporter.exposition import Exposition, render_snapshot
 from exporter.snapshot import JmxReading, Snapshot, SourceKey, SourceResult
 from exporter.sources.jmx import parse_reading
 from exporter.sources.object_name import parse_object_name
 
-CLIENT = "kafka.server:type=socket-server-metrics,clientSoftwareName={n},clientSoftwareVersion={v},listener={l},networkProcessor={p}"
+CLIENT = (
+    "kafka.server:type=socket-server-metrics,"
+    "clientSoftwareName={n},clientSoftwareVersion={v},listener={l},networkProcessor={p}"
+)
 
 
 def gauge(name: str, version: str, listener: str, processor: int, value: float) -> dict:
@@ -83,7 +86,7 @@ def samples(body: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def render(snapshot: Snapshot, per_processor: bool = False) -> dict:
-    return samples(ExpositionCache(per_processor).render_snapshot(snapshot, openmetrics=False))
+    return samples(render_snapshot(snapshot, openmetrics=False, network_processor_label=per_processor))
 
 
 def ok(broker: str, reading: JmxReading) -> SourceResult:
@@ -92,12 +95,21 @@ def ok(broker: str, reading: JmxReading) -> SourceResult:
 
 def test_series_summed_over_processors_and_zero_dropped() -> None:
     series = render(snapshot_of(ok("1", parse_reading(ITEMS))))
-    conns = {dict(k[1])["client_software_name"] + "/" + dict(k[1])["listener"]: v
-             for k, v in series.items() if k[0] == "kafka_client_connections"}
+    conns = {
+        dict(k[1])["client_software_name"] + "/" + dict(k[1])["listener"]: v
+        for k, v in series.items()
+        if k[0] == "kafka_client_connections"
+    }
     assert conns == {"apache-kafka-java/PLAINTEXT": 5, "apache-kafka-java/INTERNAL": 1, "unknown/PLAINTEXT": 4}
     labels = dict(next(k[1] for k in series if k[0] == "kafka_client_deprecated_requests_total"))
-    assert labels == {"cluster": "prod", "broker": "1", "request": "Metadata", "version": "2",
-                      "client_software_name": "unknown", "client_software_version": "unknown"}
+    assert labels == {
+        "cluster": "prod",
+        "broker": "1",
+        "request": "Metadata",
+        "version": "2",
+        "client_software_name": "unknown",
+        "client_software_version": "unknown",
+    }
 
 
 def test_network_processor_label_is_opt_in() -> None:
@@ -115,8 +127,19 @@ def test_failed_broker_has_up_zero_and_no_client_series() -> None:
 
 
 def test_openmetrics_rendering_ends_once_with_eof() -> None:
-    cache = ExpositionCache()
-    body = cache.render(snapshot_of(ok("1", parse_reading(ITEMS))), openmetrics=True)
+    exposition = Exposition()
+    exposition.publish(snapshot_of(ok("1", parse_reading(ITEMS))))
+    body = exposition.render(openmetrics=True)
     assert body.endswith(b"# EOF\n") and body.count(b"# EOF") == 1
     assert b"kafka_client_deprecated_requests_total{" in body
     assert b"process_resident_memory_bytes" in body
+
+
+def test_gzip_body_is_one_stream_with_process_metrics() -> None:
+    import gzip
+
+    exposition = Exposition()
+    exposition.publish(snapshot_of(ok("1", parse_reading(ITEMS))))
+    plain = gzip.decompress(exposition.render(openmetrics=False, compressed=True))
+    assert plain.startswith(b"# HELP kafka_client_exporter_build_info")
+    assert b"kafka_client_connections{" in plain and b"process_cpu_seconds_total" in plain

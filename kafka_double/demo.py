@@ -1,0 +1,148 @@
+"""The README's main job: a broker double with real clients connected, and the exporter watching it.
+
+Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m kafka_double.demo`.
+Ctrl-C (or SIGTERM) stops the exporter, the clients, the brokers and the JVM; nothing is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from kafka_double.clients import ClientKind, ClientMix, available_kinds
+from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
+from kafka_double.mbean_host import free_port
+
+LISTENERS = [ListenerSpec("PLAINTEXT", network_processors=3), ListenerSpec("INTERNAL", network_processors=2)]
+# A 3.9 broker among 4.1 ones: the mix an operator sees in the middle of an upgrade.
+BROKERS = [
+    BrokerSpec(id=1, release="4.1.0", listeners=LISTENERS),
+    BrokerSpec(id=2, release="4.1.0", listeners=LISTENERS),
+    BrokerSpec(id=3, release="3.9.0", listeners=LISTENERS),
+]
+PLAINTEXT_CLIENTS = [
+    (ClientKind.KCAT, "billing-service", "1.4.2"),
+    (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT"),
+    ClientKind.CONFLUENT,
+    ClientKind.KAFKA_PYTHON,
+    ClientKind.AIOKAFKA,
+]
+INTERNAL_CLIENTS = [(ClientKind.KCAT, "inventory-sync", "3.2.0"), ClientKind.KAFKAJS, ClientKind.CONFLUENT]
+
+
+def _installed(specs: list) -> list:
+    kinds = set(available_kinds())
+    keep = [s for s in specs if (s[0] if isinstance(s, tuple) else s) in kinds]
+    for spec in specs:
+        if spec not in keep:
+            print(f"demo: skipping {spec}: not installed here (run scripts/setup.sh)", file=sys.stderr)
+    return keep
+
+
+def _wait_ready(url: str, exporter: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if exporter.poll() is not None:
+            raise SystemExit(f"demo: the exporter exited with code {exporter.returncode}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as response:
+            if response.status == 200:
+                return
+        time.sleep(0.3)
+    raise SystemExit(f"demo: the exporter was not ready at {url} within {timeout:.0f} s")
+
+
+def _port_free(port: int) -> bool:
+    try:
+        socket.create_server(("127.0.0.1", port)).close()
+    except OSError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=9784, help="exporter port (a free one if taken)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path("demo-data"),
+        help="where the exporter config and the brokers' request logs go",
+    )
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    port = args.port if _port_free(args.port) else free_port()
+
+    print("demo: starting 3 emulated brokers (4.1.0, 4.1.0, 3.9.0) with listeners PLAINTEXT and INTERNAL ...")
+    cluster = DoubleCluster(BROKERS, request_log_dir=args.data_dir / "request-logs")
+    with contextlib.ExitStack() as running:
+        running.enter_context(cluster)
+        plaintext = running.enter_context(ClientMix(cluster.bootstrap("PLAINTEXT"), _installed(PLAINTEXT_CLIENTS)))
+        internal = running.enter_context(ClientMix(cluster.bootstrap("INTERNAL"), _installed(INTERNAL_CLIENTS)))
+        print(f"demo: connecting {len(plaintext) + len(internal)} real clients ...")
+        plaintext.wait_ready()
+        internal.wait_ready()
+        config = args.data_dir / "exporter.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "collection": {"interval_seconds": 5, "jmx_timeout_seconds": 5},
+                    "clusters": [
+                        {
+                            "name": "demo",
+                            "bootstrap_servers": cluster.bootstrap("PLAINTEXT").split(","),
+                            "brokers": [{"id": b.id, "jmx_url": cluster.broker(b.id).jmx_url} for b in BROKERS],
+                        }
+                    ],
+                }
+            )
+        )
+        exporter = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "exporter",
+                "serve",
+                "--config",
+                str(config),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+        )
+        try:
+            _wait_ready(f"http://127.0.0.1:{port}/readyz", exporter)
+            print(f"\ndemo: the exporter is live at http://127.0.0.1:{port}/ (metrics at /metrics)")
+            print(f"demo: try  curl -s 127.0.0.1:{port}/metrics | grep ^kafka_client_connections")
+            print(f"demo: request logs in {args.data_dir / 'request-logs'}; press Ctrl-C to stop everything\n")
+            while not stop.is_set() and exporter.poll() is None:
+                stop.wait(0.5)
+        finally:
+            print("demo: stopping the exporter, the clients and the brokers ...")
+            if exporter.poll() is None:
+                exporter.send_signal(signal.SIGTERM)
+                try:
+                    exporter.wait(15)
+                except subprocess.TimeoutExpired:
+                    exporter.kill()
+                    exporter.wait()
+    print("demo: stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
