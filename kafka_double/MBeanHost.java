@@ -1,0 +1,524 @@
+/*
+ * MBeanHost: the JMX half of the broker double.
+ *
+ * One JVM emulates the JMX endpoints of many Kafka brokers. Each emulated broker gets its own
+ * MBeanServer, its own RMI registry and its own JMX connector server, all on ONE TCP port, so an
+ * exporter (or jmxquery) sees a separate "broker JVM" per port, exactly as with real brokers.
+ *
+ * Run it as a single-file program (JDK only, no javac step):
+ *
+ *     java -Xmx256m kafka_double/MBeanHost.java
+ *
+ * and drive it through a line protocol on stdin (tab-separated fields, one command per line).
+ * Replies go to stdout, one line each; diagnostics go to stderr.
+ *
+ *     (at start)                                   -> READY
+ *     BROKER <id> <port> <user|-> <password|->     -> OK BROKER <id> <jmx url>
+ *     SET <id> <object name> <attr> <type> <value> -> (nothing; ERR on failure)  type: int|long|double|string
+ *     UNSET <id> <object name>                     -> (nothing; ERR on failure)
+ *     SYNC <token>                                 -> OK SYNC <token>
+ *     STOP <id>                                    -> OK STOP <id>
+ *     EXIT (or EOF)                                -> stops everything, exit code 0
+ *     anything bad                                 -> ERR <message>
+ *
+ * ERR messages start with "<VERB> <key>: " (for example "BROKER 3: port 9999 ...") so that the
+ * Python wrapper (mbean_host.py) can route an error to the call that is waiting for it, and tell
+ * it apart from the asynchronous error of an earlier SET/UNSET, which has no reply on success.
+ *
+ * Every command is applied by the single main thread, in order. That is what makes SYNC a
+ * barrier: its reply is written only after all earlier lines have been applied.
+ */
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.rmi.AlreadyBoundException;
+import java.rmi.NoSuchObjectException;
+import java.rmi.registry.LocateRegistry;
+import java.rmi.registry.Registry;
+import java.rmi.server.UnicastRemoteObject;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import javax.management.Attribute;
+import javax.management.AttributeList;
+import javax.management.AttributeNotFoundException;
+import javax.management.DynamicMBean;
+import javax.management.InstanceNotFoundException;
+import javax.management.MBeanAttributeInfo;
+import javax.management.MBeanInfo;
+import javax.management.MBeanServer;
+import javax.management.MBeanServerFactory;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
+import javax.management.remote.JMXAuthenticator;
+import javax.management.remote.JMXConnectorServer;
+import javax.management.remote.JMXPrincipal;
+import javax.management.remote.JMXServiceURL;
+import javax.management.remote.rmi.RMIConnectorServer;
+import javax.management.remote.rmi.RMIJRMPServerImpl;
+import javax.security.auth.Subject;
+
+public class MBeanHost {
+
+    /** A command that cannot be applied; becomes one "ERR\t<message>" line. */
+    static final class CommandException extends Exception {
+        CommandException(String message) {
+            super(message);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // The MBean: a copy of what Kafka's JmxReporter.KafkaMbean looks like from a JMX client.
+    // ---------------------------------------------------------------------------------------------
+
+    /**
+     * Mimics org.apache.kafka.common.metrics.JmxReporter.KafkaMbean (see
+     * /work/shared/kafka-reference/mbeans.md section 1, "Value type"): getMBeanInfo() declares EVERY
+     * attribute with type "double", while getAttribute() returns the metric's real value, e.g. a
+     * java.lang.Integer for the KIP-511 `connections` gauge. Exporters must therefore treat values as
+     * numbers and not trust the declared type; the double reproduces that mismatch on purpose.
+     *
+     * Attributes are written by the main thread and read by RMI connection threads, hence the
+     * synchronized methods. A LinkedHashMap keeps attribute order stable for readers.
+     */
+    static final class KafkaLikeMBean implements DynamicMBean {
+        /** Kafka's MBeanInfo class name; a client sees this string, not our Java class. */
+        private static final String KAFKA_MBEAN_CLASS = "org.apache.kafka.common.metrics.JmxReporter$KafkaMbean";
+
+        private final Map<String, Object> attributes = new LinkedHashMap<>();
+
+        synchronized void put(String attribute, Object value) {
+            attributes.put(attribute, value);
+        }
+
+        @Override
+        public synchronized Object getAttribute(String name) throws AttributeNotFoundException {
+            if (!attributes.containsKey(name)) {
+                throw new AttributeNotFoundException("Could not find attribute " + name);
+            }
+            return attributes.get(name);
+        }
+
+        @Override
+        public synchronized AttributeList getAttributes(String[] names) {
+            AttributeList list = new AttributeList();
+            for (String name : names) {
+                if (attributes.containsKey(name)) {
+                    list.add(new Attribute(name, attributes.get(name)));
+                }
+            }
+            return list;
+        }
+
+        @Override
+        public synchronized MBeanInfo getMBeanInfo() {
+            MBeanAttributeInfo[] infos = new MBeanAttributeInfo[attributes.size()];
+            int i = 0;
+            for (String name : attributes.keySet()) {
+                // Kafka: new MBeanAttributeInfo(name, double.class.getName(), description, true, false, false)
+                infos[i++] = new MBeanAttributeInfo(name, double.class.getName(), "", true, false, false);
+            }
+            return new MBeanInfo(KAFKA_MBEAN_CLASS, "", infos, null, null, null);
+        }
+
+        // Kafka's metrics are read-only over JMX; same messages as KafkaMbean.
+        @Override
+        public void setAttribute(Attribute attribute) {
+            throw new UnsupportedOperationException("Set not allowed.");
+        }
+
+        @Override
+        public AttributeList setAttributes(AttributeList list) {
+            throw new UnsupportedOperationException("Set not allowed.");
+        }
+
+        @Override
+        public Object invoke(String action, Object[] params, String[] signature) {
+            throw new UnsupportedOperationException("Set not allowed.");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Authentication: a single user/password, with the JDK's own failure messages.
+    // ---------------------------------------------------------------------------------------------
+
+    /**
+     * Accepts exactly one user/password pair. The messages copy the JDK's file-based authenticator
+     * (com.sun.jmx.remote.security.JMXPluggableAuthenticator), so a client sees the same errors as
+     * against a broker started with -Dcom.sun.management.jmxremote.authenticate=true.
+     */
+    static final class SinglePasswordAuthenticator implements JMXAuthenticator {
+        private final String user;
+        private final String password;
+
+        SinglePasswordAuthenticator(String user, String password) {
+            this.user = user;
+            this.password = password;
+        }
+
+        @Override
+        public Subject authenticate(Object credentials) {
+            if (credentials == null) {
+                throw new SecurityException("Authentication failed! Credentials required");
+            }
+            if (!(credentials instanceof String[] pair) || pair.length != 2) {
+                throw new SecurityException("Authentication failed! Credentials should be String[]");
+            }
+            if (!user.equals(pair[0]) || !password.equals(pair[1])) {
+                throw new SecurityException("Authentication failed! Invalid username or password");
+            }
+            return new Subject(true, Set.of(new JMXPrincipal(user)), Set.of(), Set.of());
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // One emulated broker: MBeanServer + RMI registry + JMX connector server, one TCP port.
+    // ---------------------------------------------------------------------------------------------
+
+    static final class Broker {
+        final int id;
+        final int port;
+        final String clientUrl;
+        /**
+         * A private MBeanServer (newMBeanServer: not the platform one, and not kept in the
+         * MBeanServerFactory's list, so a stopped broker's server is simply garbage collected).
+         * It holds only the JMImplementation delegate and our MBeans, like a broker's view of
+         * kafka.server:* without the JVM's own java.lang:* beans.
+         */
+        final MBeanServer mbeanServer = MBeanServerFactory.newMBeanServer();
+        /** Our MBeans by canonical name, so "a=1,b=2" and "b=2,a=1" address the same MBean. */
+        final Map<String, KafkaLikeMBean> mbeans = new HashMap<>();
+        Registry registry;
+        JMXConnectorServer connectorServer;
+
+        Broker(int id, int port) {
+            this.id = id;
+            this.port = port;
+            this.clientUrl = "service:jmx:rmi:///jndi/rmi://127.0.0.1:" + port + "/jmxrmi";
+        }
+
+        /**
+         * Opens the port. Clients connect as to a real broker started with
+         * -Dcom.sun.management.jmxremote.port=P -Dcom.sun.management.jmxremote.rmi.port=P, i.e. to
+         * service:jmx:rmi:///jndi/rmi://127.0.0.1:P/jmxrmi: they look up "jmxrmi" in the registry on P
+         * and call the RMI server object, which is exported on the same port P. RMI shares one
+         * listening socket between objects exported on the same port in one JVM, so each broker
+         * costs exactly one TCP port (see /work/shared/toolchain.md).
+         *
+         * Why not JMXConnectorServerFactory with the URL
+         * service:jmx:rmi://127.0.0.1:P/jndi/rmi://127.0.0.1:P/jmxrmi: that binds the stub through
+         * JNDI, i.e. over a loopback RMI call into our own registry. The registry then holds a
+         * deserialized remote reference to an object in its own JVM and keeps renewing its DGC
+         * lease over TCP: 3 extra threads per broker (RenewClean + 2 connection threads) and
+         * periodic self-traffic, measured with 50 brokers (221 JVM threads instead of 66). Binding
+         * the stub object directly into the local registry, as the JDK's own JMX agent does
+         * (ConnectorBootstrap), gives clients the same view without that overhead.
+         */
+        void start(String user, String password) throws IOException {
+            registry = LocateRegistry.createRegistry(port);
+            try {
+                Map<String, Object> env = new HashMap<>();
+                if (user != null) {
+                    env.put(JMXConnectorServer.AUTHENTICATOR, new SinglePasswordAuthenticator(user, password));
+                }
+                RMIJRMPServerImpl serverImpl = new RMIJRMPServerImpl(port, null, null, env);
+                // A URL without a /jndi/ path: the connector server only exports serverImpl.
+                JMXServiceURL url = new JMXServiceURL("service:jmx:rmi://127.0.0.1:" + port);
+                connectorServer = new RMIConnectorServer(url, env, serverImpl, mbeanServer);
+                connectorServer.start();
+                registry.bind("jmxrmi", serverImpl.toStub());
+            } catch (AlreadyBoundException e) {
+                stop();  // cannot happen with a fresh registry
+                throw new IOException("jmxrmi is already bound on port " + port, e);
+            } catch (IOException | RuntimeException e) {
+                stop();
+                throw e;
+            }
+        }
+
+        /**
+         * Closes the port like a killed broker: stop the connector server (closes client
+         * connections, unexports its RMI server object), then force-unexport the registry. When
+         * the last object exported on a port is gone, RMI closes the listening socket, so new
+         * connections are refused.
+         */
+        void stop() {
+            if (connectorServer != null) {
+                try {
+                    connectorServer.stop();
+                } catch (IOException | RuntimeException e) {
+                    System.err.println("broker " + id + ": error stopping the JMX connector server: " + e);
+                }
+                connectorServer = null;
+            }
+            if (registry != null) {
+                try {
+                    UnicastRemoteObject.unexportObject(registry, true);
+                } catch (NoSuchObjectException e) {
+                    // already gone
+                }
+                registry = null;
+            }
+        }
+
+        void set(ObjectName name, String attribute, Object value) throws Exception {
+            String key = name.getCanonicalName();
+            KafkaLikeMBean mbean = mbeans.get(key);
+            if (mbean == null) {
+                mbean = new KafkaLikeMBean();
+                // Register with the ObjectName built from the caller's string: ObjectName keeps the
+                // key property list in the order given (getKeyPropertyListString / toString), and
+                // queryNames returns this very instance. Kafka's JmxReporter does the same (tags in
+                // insertion order, mbeans.md section 1 "Where it is created"), which is why a
+                // client sees clientSoftwareName,clientSoftwareVersion,listener,networkProcessor.
+                mbeanServer.registerMBean(mbean, name);
+                mbeans.put(key, mbean);
+            }
+            mbean.put(attribute, value);
+        }
+
+        void unset(ObjectName name) throws Exception {
+            if (mbeans.remove(name.getCanonicalName()) != null) {
+                try {
+                    mbeanServer.unregisterMBean(name);
+                } catch (InstanceNotFoundException e) {
+                    // not there: UNSET is idempotent
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // The command loop.
+    // ---------------------------------------------------------------------------------------------
+
+    /** Running brokers by id. Only the main thread touches this map. */
+    private final Map<Integer, Broker> brokers = new HashMap<>();
+    /**
+     * Ids that ran and were STOPped. SET/UNSET for them are dropped silently: a killed broker has
+     * no JMX, and the code that feeds the double may race a kill with a metric update. A restart
+     * starts with no MBeans, like a real broker.
+     */
+    private final Set<Integer> stopped = new HashSet<>();
+    private final PrintStream out;
+
+    MBeanHost(PrintStream out) {
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws IOException {
+        // Must be set before anything is exported: it is the host written into every RMI stub.
+        // Without it a stub may carry the machine's hostname/external IP instead of loopback.
+        System.setProperty("java.rmi.server.hostname", "127.0.0.1");
+
+        PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        MBeanHost host = new MBeanHost(out);
+        host.reply("READY");
+
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.equals("EXIT")) {
+                break;
+            }
+            if (!line.isEmpty()) {
+                host.handle(line);
+            }
+        }
+        // EXIT or EOF: EOF means the Python side went away, so the JVM must not outlive it.
+        host.shutdown();
+        out.flush();
+        // RMI keeps non-daemon threads alive; exit explicitly.
+        System.exit(0);
+    }
+
+    void reply(String line) {
+        out.print(line);
+        out.print('\n');
+        out.flush();
+    }
+
+    void handle(String line) {
+        String[] f = line.split("\t", -1);
+        String context = f[0];
+        try {
+            switch (f[0]) {
+                case "SET" -> {
+                    expectFields(f, 6, "SET <broker_id> <object_name> <attribute> <type> <value>");
+                    context = "SET " + f[1] + " " + f[2];
+                    set(parseId(f[1]), f[2], f[3], f[4], f[5]);
+                }
+                case "UNSET" -> {
+                    expectFields(f, 3, "UNSET <broker_id> <object_name>");
+                    context = "UNSET " + f[1] + " " + f[2];
+                    unset(parseId(f[1]), f[2]);
+                }
+                case "SYNC" -> {
+                    expectFields(f, 2, "SYNC <token>");
+                    context = "SYNC " + f[1];
+                    reply("OK\tSYNC\t" + f[1]);
+                }
+                case "BROKER" -> {
+                    expectFields(f, 5, "BROKER <broker_id> <port> <user|-> <password|->");
+                    context = "BROKER " + f[1];
+                    addBroker(parseId(f[1]), f[2], f[3], f[4]);
+                }
+                case "STOP" -> {
+                    expectFields(f, 2, "STOP <broker_id>");
+                    context = "STOP " + f[1];
+                    stopBroker(parseId(f[1]));
+                }
+                default -> throw new CommandException("unknown command " + quote(f[0])
+                        + " (expected BROKER, SET, UNSET, SYNC, STOP or EXIT)");
+            }
+        } catch (CommandException e) {
+            error(context, e.getMessage(), null);
+        } catch (Exception e) {
+            error(context, e.getClass().getName() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private void error(String context, String message, Exception cause) {
+        if (cause != null) {
+            System.err.println("MBeanHost: " + context + " failed:");
+            cause.printStackTrace();
+        }
+        // A reply is one line with tab-separated fields: no tabs or line breaks inside the message.
+        reply("ERR\t" + (context + ": " + message).replaceAll("[\\t\\r\\n]+", " "));
+    }
+
+    private void addBroker(int id, String portField, String userField, String passwordField) throws Exception {
+        int port = parseInt(portField, "port");
+        if (port < 1 || port > 65535) {
+            throw new CommandException("port " + port + " is out of range 1-65535");
+        }
+        if (brokers.containsKey(id)) {
+            throw new CommandException("broker " + id + " is already running on port " + brokers.get(id).port);
+        }
+        String user = userField.equals("-") ? null : userField;
+        String password = passwordField.equals("-") ? null : passwordField;
+        if ((user == null) != (password == null)) {
+            throw new CommandException("give both user and password, or neither (- for none)");
+        }
+        Broker broker = new Broker(id, port);
+        try {
+            broker.start(user, password);
+        } catch (java.rmi.server.ExportException e) {
+            // Usually "Port already in use": say which port, without a stack trace.
+            throw new CommandException("cannot open port " + port + ": " + e.getMessage());
+        }
+        brokers.put(id, broker);
+        stopped.remove(id);
+        reply("OK\tBROKER\t" + id + "\t" + broker.clientUrl);
+    }
+
+    private void stopBroker(int id) throws CommandException {
+        Broker broker = brokers.remove(id);
+        if (broker == null) {
+            throw new CommandException("broker " + id + " is not running");
+        }
+        broker.stop();
+        stopped.add(id);
+        reply("OK\tSTOP\t" + id);
+    }
+
+    private void set(int id, String objectName, String attribute, String type, String value) throws Exception {
+        Broker broker = brokerFor(id);
+        if (attribute.isEmpty()) {
+            throw new CommandException("empty attribute name");
+        }
+        Object parsed = parseValue(type, value);
+        if (broker != null) {
+            broker.set(parseName(objectName), attribute, parsed);
+        }
+    }
+
+    private void unset(int id, String objectName) throws Exception {
+        Broker broker = brokerFor(id);
+        ObjectName name = parseName(objectName);
+        if (broker != null) {
+            broker.unset(name);
+        }
+    }
+
+    /** The running broker, null for a stopped one (updates dropped), an error for an unknown id. */
+    private Broker brokerFor(int id) throws CommandException {
+        Broker broker = brokers.get(id);
+        if (broker == null && !stopped.contains(id)) {
+            throw new CommandException("no broker " + id + " (send BROKER first)");
+        }
+        return broker;
+    }
+
+    void shutdown() {
+        List<Broker> all = new ArrayList<>(brokers.values());
+        brokers.clear();
+        for (Broker broker : all) {
+            broker.stop();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Parsing helpers.
+    // ---------------------------------------------------------------------------------------------
+
+    private static void expectFields(String[] f, int n, String usage) throws CommandException {
+        if (f.length != n) {
+            throw new CommandException("expected " + n + " tab-separated fields (" + usage + "), got " + f.length);
+        }
+    }
+
+    private static int parseId(String s) throws CommandException {
+        return parseInt(s, "broker id");
+    }
+
+    private static int parseInt(String s, String what) throws CommandException {
+        try {
+            return Integer.parseInt(s);
+        } catch (NumberFormatException e) {
+            throw new CommandException(what + " " + quote(s) + " is not an integer");
+        }
+    }
+
+    private static ObjectName parseName(String s) throws CommandException {
+        try {
+            ObjectName name = new ObjectName(s);
+            if (name.isPattern()) {
+                throw new CommandException("object name " + quote(s) + " is a pattern, not an MBean name");
+            }
+            return name;
+        } catch (MalformedObjectNameException e) {
+            throw new CommandException("bad object name " + quote(s) + ": " + e.getMessage());
+        }
+    }
+
+    /** The boxed type a client will see from getAttribute (Integer for Kafka's IntGaugeSuite gauges). */
+    private static Object parseValue(String type, String value) throws CommandException {
+        try {
+            return switch (type) {
+                case "int" -> Integer.valueOf(value);
+                case "long" -> Long.valueOf(value);
+                case "double" -> Double.valueOf(value);
+                case "string" -> value;
+                default -> throw new CommandException(
+                        "unknown type " + quote(type) + " (expected int, long, double or string)");
+            };
+        } catch (NumberFormatException e) {
+            throw new CommandException("value " + quote(value) + " is not a valid " + type);
+        }
+    }
+
+    private static String quote(String s) {
+        return "'" + s + "'";
+    }
+}
