@@ -82,9 +82,7 @@ class MBeanHost:
         self._write_lock = threading.Lock()
         # Guards the reply bookkeeping below; the reader thread takes it, never the write lock.
         self._state_lock = threading.Lock()
-        self._waiters: dict[tuple[str, str], collections.deque[_Waiter]] = collections.defaultdict(
-            collections.deque
-        )
+        self._waiters: dict[tuple[str, str], collections.deque[_Waiter]] = collections.defaultdict(collections.deque)
         self._async_errors: list[str] = []
         self._dead: str | None = None  # why the JVM is gone, once it is
         self._closed = False
@@ -104,8 +102,10 @@ class MBeanHost:
             cmd = [self._java, *self._jvm_options, str(JAVA_SOURCE)]
             log.debug("starting %s", cmd)
             try:
+                # Own session: a terminal's Ctrl-C reaches only our process, which then closes the JVM in
+                # order; stdin EOF still ends the JVM if we die.
                 proc = subprocess.Popen(
-                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
                 )
             except OSError as e:
                 raise RuntimeError(f"cannot start the MBeanHost JVM ({self._java!r}): {e}") from e
@@ -113,12 +113,8 @@ class MBeanHost:
             self._proc = proc
             self._stdin = proc.stdin
             self._threads = [
-                threading.Thread(
-                    target=self._read_stdout, args=(proc.stdout,), name="mbean-host-stdout", daemon=True
-                ),
-                threading.Thread(
-                    target=self._read_stderr, args=(proc.stderr,), name="mbean-host-stderr", daemon=True
-                ),
+                threading.Thread(target=self._read_stdout, args=(proc.stdout,), name="mbean-host-stdout", daemon=True),
+                threading.Thread(target=self._read_stderr, args=(proc.stderr,), name="mbean-host-stderr", daemon=True),
             ]
             for thread in self._threads:
                 thread.start()
@@ -179,9 +175,7 @@ class MBeanHost:
 
     # ------------------------------------------------------------------ commands
 
-    def add_broker(
-        self, broker_id: int, port: int, user: str | None = None, password: str | None = None
-    ) -> str:
+    def add_broker(self, broker_id: int, port: int, user: str | None = None, password: str | None = None) -> str:
         """Open a broker's JMX port (optionally password-protected); return its JMX service URL."""
         _check_int("broker_id", broker_id)
         _check_int("port", port)
@@ -333,9 +327,7 @@ class MBeanHost:
         else:
             log.warning("unexpected line from MBeanHost: %r", line)
 
-    def _resolve(
-        self, key: tuple[str, str], fields: list[str] | None = None, error: str | None = None
-    ) -> bool:
+    def _resolve(self, key: tuple[str, str], fields: list[str] | None = None, error: str | None = None) -> bool:
         with self._state_lock:
             queue = self._waiters.get(key)
             waiter = queue.popleft() if queue else None

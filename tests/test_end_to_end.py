@@ -26,8 +26,7 @@ JMX_PASSWORD = "jmx-Secret-42"
 
 @pytest.fixture(scope="module")
 def mbean_host() -> Iterator[MBeanHost]:
-    with MBeanHost() as host:
-        host.start()
+    with MBeanHost() as host:  # entering starts the JVM
         yield host
 
 
@@ -138,14 +137,14 @@ def test_listeners_and_processors_are_summed(cluster: DoubleCluster) -> None:
         cluster.sync()
         _, summed = collect(settings)
         _, split = collect(per_processor)
+        expected: dict[tuple[str, str], int] = {}
+        for broker in (1, 2):
+            for (listener, _processor, name, _version), count in cluster.registry_view(broker).items():
+                if name == "summing-check" and count:
+                    expected[(str(broker), listener)] = expected.get((str(broker), listener), 0) + count
     finally:
         for client in clients:
             client.close()
-    expected: dict[tuple[str, str], int] = {}
-    for broker in (1, 2):
-        for (listener, _processor, name, _version), count in cluster.registry_view(broker).items():
-            if name == "summing-check" and count:
-                expected[(str(broker), listener)] = expected.get((str(broker), listener), 0) + count
     got = {
         (b, listener): v
         for (b, listener, _, _), v in client_series(summed, client_software_name="summing-check").items()

@@ -1,0 +1,212 @@
+"""One emulated broker's socket server: listeners, network processors, connections (asyncio).
+
+Mirrors kafka.network.SocketServer/Processor where it matters for client inventory:
+processor ids from one counter per broker (mbeans.md §1 "Tags"), round-robin assignment of accepted
+connections, one in-flight request per connection (Kafka mutes a channel until its response is sent),
+ApiVersions interception before KafkaApis (mbeans.md §1 step 2), and closing the connection on
+anything the broker cannot parse or does not serve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+
+from kafka.protocol.api_message import ApiMessage
+
+from .handlers import HandlerContext, api_versions, handler_for
+from .registry import BrokerMetrics, ChannelRegistry
+from .releases import Release
+from .request_log import CompletedRequest, RequestLog
+from .specs import ListenerSpec
+from .topology import Topology
+from .wire import API_VERSIONS, ProtocolError, RequestFrame, decode_body, encode_response, parse_request
+
+log = logging.getLogger("kafka_double")
+
+# socket.request.max.bytes default (100 MiB): larger frames make Kafka close the connection.
+MAX_REQUEST_BYTES = 104857600
+
+
+@dataclass
+class _Listener:
+    spec: ListenerSpec
+    port: int
+    processor_ids: list[int]
+    server: asyncio.Server | None = None
+    _rr: itertools.cycle = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._rr = itertools.cycle(self.processor_ids)
+
+    def next_processor(self) -> int:
+        return next(self._rr)
+
+
+class BrokerServer:
+    """One broker incarnation: created on start, discarded on kill; ``restart`` makes a new one."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        release: Release,
+        listeners: list[tuple[ListenerSpec, int]],
+        host: str,
+        topology: Topology,
+        metrics: BrokerMetrics,
+        request_log: RequestLog | None,
+        tls_cipher_gauges: bool,
+    ) -> None:
+        self.broker_id = broker_id
+        self.release = release
+        self.host = host
+        self.topology = topology
+        self.metrics = metrics
+        self.request_log = request_log
+        ids = itertools.count()  # SocketServer.nextProcessorId: one counter across all listeners
+        self.listeners: list[_Listener] = []
+        for spec, port in listeners:
+            pids = [next(ids) for _ in range(spec.network_processors)]
+            # Static cipher gauges on SSL-based listeners, or everywhere when configured (test aid).
+            cipher = tls_cipher_gauges or spec.security_protocol in ("SSL", "SASL_SSL")
+            for pid in pids:
+                metrics.add_processor(spec.name, pid, cipher)
+            self.listeners.append(_Listener(spec, port, pids))
+        # Processor.nextConnectionIndex: per processor, part of the connection id.
+        self._conn_index = {pid: itertools.count() for lst in self.listeners for pid in lst.processor_ids}
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        for lst in self.listeners:
+            lst.server = await asyncio.start_server(
+                lambda r, w, lst=lst: self._accept(lst, r, w), self.host, lst.port, reuse_address=True
+            )
+            self.topology.set_listener_port(self.broker_id, lst.spec.name, lst.port)
+        self.topology.set_alive(self.broker_id, True)
+
+    async def stop(self) -> None:
+        """Kill: listeners stop accepting, open connections are dropped, JMX state is detached."""
+        self.topology.set_alive(self.broker_id, False)
+        self.metrics.detach()
+        for lst in self.listeners:
+            if lst.server is not None:
+                lst.server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        for lst in self.listeners:
+            if lst.server is not None:
+                await lst.server.wait_closed()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        if self.request_log is not None:
+            self.request_log.close()
+
+    async def _accept(self, lst: _Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        pid = lst.next_processor()
+        channel = self.metrics.open_channel(pid)
+        conn_id = self._connection_id(writer, pid)
+        ctx = HandlerContext(self.release, self.broker_id, lst.spec.name, self.topology)
+        try:
+            while True:
+                size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+                if size < 0 or size > MAX_REQUEST_BYTES:
+                    log.warning("broker %s: closing %s: invalid request size %d", self.broker_id, conn_id, size)
+                    break
+                frame = await reader.readexactly(size)
+                received = time.monotonic()
+                if not await self._handle(lst, ctx, channel, conn_id, writer, frame, received):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # client went away (or the broker was killed)
+        except Exception:
+            log.exception("broker %s: unexpected error on %s", self.broker_id, conn_id)
+        finally:
+            channel.close()  # registry close(): decrement the connection's key (mbeans.md §1 step 3)
+            self._writers.discard(writer)
+            writer.close()
+            self._tasks.discard(task)
+
+    def _connection_id(self, writer: asyncio.StreamWriter, pid: int) -> str:
+        local = writer.get_extra_info("sockname")
+        remote = writer.get_extra_info("peername")
+        index = next(self._conn_index[pid])
+        base = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}"
+        # request-log.md §3: 4.0+ ServerConnectionId adds the processor id before the index.
+        return f"{base}-{pid}-{index}" if self.release.connection_id_has_processor else f"{base}-{index}"
+
+    async def _handle(
+        self,
+        lst: _Listener,
+        ctx: HandlerContext,
+        channel: ChannelRegistry,
+        conn_id: str,
+        writer: asyncio.StreamWriter,
+        frame: bytes,
+        received: float,
+    ) -> bool:
+        """Serve one request; False means close the connection (as Kafka does on these errors)."""
+        dequeued = time.monotonic()
+        # Request context (incl. client information) is built before ApiVersions registers anything
+        # (request-log.md §3 caveat).
+        info_before = channel.current
+        try:
+            req = parse_request(frame, self.release)
+            request, response, api_name = self._dispatch(ctx, channel, req)
+        except ProtocolError as exc:
+            log.warning(
+                "broker %s: closing connection %s (listener %s): %s", self.broker_id, conn_id, lst.spec.name, exc
+            )
+            return False
+        handled = time.monotonic()
+        if response is not None:
+            writer.write(encode_response(response, req.correlation_id))
+            await writer.drain()
+        sent = time.monotonic()
+        if self.release.deprecated_metrics and self.release.is_deprecated(req.api_key, req.api_version):
+            # RequestChannel.updateRequestMetrics marks DeprecatedRequestsPerSec (mbeans.md §3).
+            self.metrics.mark_deprecated_request(api_name, req.api_version, info_before)
+        if self.request_log is not None:
+            self.request_log.write(
+                CompletedRequest(
+                    frame=req,
+                    api_name=api_name,
+                    request=request,
+                    response=response,
+                    connection_id=conn_id,
+                    listener=lst.spec.name,
+                    security_protocol=lst.spec.security_protocol,
+                    client_information=info_before,
+                    received_at=received,
+                    dequeued_at=dequeued,
+                    handled_at=handled,
+                    sent_at=sent,
+                )
+            )
+        return True
+
+    def _dispatch(
+        self, ctx: HandlerContext, channel: ChannelRegistry, req: RequestFrame
+    ) -> tuple[ApiMessage | None, ApiMessage | None, str]:
+        rng = self.release.api(req.api_key)
+        if req.api_key == API_VERSIONS:
+            assert rng is not None
+            decision = api_versions(ctx, req, lambda: decode_body(req))
+            if decision.register is not None:
+                channel.register_client_information(decision.register)
+            return decision.request_body, decision.response, rng.name
+        if rng is None:
+            # Kafka: an API key not enabled on this listener fails request parsing -> connection closed.
+            raise ProtocolError(f"api key {req.api_key} is not advertised by emulated {self.release.version}")
+        if not rng.accepts(req.api_version):
+            # Unsupported version of a non-ApiVersions request: parse error -> connection closed.
+            raise ProtocolError(f"{rng.name} v{req.api_version} is not supported by {self.release.version}")
+        body = decode_body(req)
+        return body, handler_for(req.api_key)(ctx, req, body), rng.name

@@ -1,0 +1,243 @@
+"""Wire-level behaviour of the double over raw sockets, encoded/decoded with kafka-python's classes
+(kafka-reference protocol.md §1, §3). No JVM: the JMX side is an in-memory sink."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+
+from kafka_double import BrokerSpec, DoubleCluster
+from kafka_double.registry import MemorySink
+
+# protocol.md §3.5: ApiVersions v3, client id "probe", kafka-client-exporter 0.1.0, correlation id 1.
+HEX_FRAME = "0000002d0012000300000001000570726f626500166b61666b612d636c69656e742d6578706f7274657206302e312e3000"
+# protocol.md §3.5: fallback reply of a broker whose ApiVersions max is 3.
+FALLBACK_MAX3 = bytes.fromhex("00000010" "00000001" "0023" "00000001" "0012" "0000" "0003")
+
+
+class Conn:
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+
+    def send(self, frame: bytes) -> None:
+        self.sock.sendall(frame)
+
+    def recv_frame(self) -> bytes:
+        size = struct.unpack(">i", self._read(4))[0]
+        return struct.pack(">i", size) + self._read(size)
+
+    def _read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the double")
+            data += chunk
+        return data
+
+    def request(self, msg: ApiMessage, correlation_id: int = 1, client_id: str = "probe") -> bytes:
+        msg.with_header(correlation_id=correlation_id, client_id=client_id)
+        self.send(bytes(msg.encode(header=True, framed=True)))
+        return self.recv_frame()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def make_cluster(tmp_path: Path) -> Iterator[Callable[..., tuple[DoubleCluster, MemorySink]]]:
+    clusters: list[DoubleCluster] = []
+
+    def make(*releases: str) -> tuple[DoubleCluster, MemorySink]:
+        sink = MemorySink()
+        specs = [BrokerSpec(i + 1, release=r) for i, r in enumerate(releases or ("4.1.0",))]
+        c = DoubleCluster(specs, mbean_host=sink, request_log_dir=tmp_path / "logs")
+        c.start()
+        clusters.append(c)
+        return c, sink
+
+    yield make
+    for c in clusters:
+        c.stop()
+
+
+def port(c: DoubleCluster, broker: int = 1, listener: str = "PLAINTEXT") -> int:
+    return c.broker(broker).listener_port(listener)
+
+
+def test_hex_frame_from_reference_gets_a_v3_reply(make_cluster) -> None:
+    c, _ = make_cluster("3.8.0")
+    conn = Conn(port(c))
+    conn.send(bytes.fromhex(HEX_FRAME))
+    reply = conn.recv_frame()
+    # ApiVersions response header is v0: size, correlation id, then the body starts with ErrorCode.
+    assert reply[4:8] == b"\x00\x00\x00\x01" and reply[8:10] == b"\x00\x00"
+    resp = ApiVersionsResponse.decode(reply, version=3, header=True, framed=True)
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert keys[18] == (0, 3) and keys[3] == (0, 12)
+    assert [f.name for f in resp.supported_features] == ["metadata.version"]
+    wait_for(lambda: c.registry_view(1).get(("PLAINTEXT", 0, "kafka-client-exporter", "0.1.0")) == 1)
+    conn.close()
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_api_versions_each_version(make_cluster, version: int) -> None:
+    c, _ = make_cluster("4.1.0")
+    conn = Conn(port(c))
+    kw = {"client_software_name": "my-app", "client_software_version": "1.0"} if version >= 3 else {}
+    reply = conn.request(ApiVersionsRequest(version=version, **kw), correlation_id=7)
+    resp = ApiVersionsResponse.decode(reply, version=version, header=True, framed=True)
+    assert resp.header.correlation_id == 7 and resp.error_code == 0
+    keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert keys[18] == (0, 4) and keys[0] == (0, 13) and 71 not in keys
+    if version >= 3:
+        feats = {f.name for f in resp.supported_features}
+        # KAFKA-17492: v3 omits features with MinVersion 0, v4 lists them.
+        assert ("kraft.version" in feats) == (version >= 4)
+    expected = ("my-app", "1.0") if version >= 3 else ("unknown", "unknown")
+    wait_for(lambda: c.registry_view(1).get(("PLAINTEXT", 0, *expected)) == 1)
+    conn.close()
+
+
+def test_unknown_version_falls_back_to_v0_with_own_range(make_cluster) -> None:
+    c, _ = make_cluster("3.8.0", "2.3.0")
+    conn = Conn(port(c))
+    req = ApiVersionsRequest(version=4, client_software_name="my-app", client_software_version="1.0")
+    assert conn.request(req, correlation_id=1) == FALLBACK_MAX3
+    # The connection was re-registered as unknown (body parsed as empty v0).
+    assert c.registry_view(1)[("PLAINTEXT", 0, "unknown", "unknown")] == 1
+    # Before 2.4.0 the fallback carries an empty ApiKeys array.
+    old = Conn(port(c, 2))
+    reply = old.request(ApiVersionsRequest(version=3, client_software_name="a", client_software_version="1"))
+    assert reply == bytes.fromhex("0000000a" "00000001" "0023" "00000000")
+    conn.close()
+    old.close()
+
+
+def test_invalid_software_name_is_rejected_and_not_registered(make_cluster) -> None:
+    c, _ = make_cluster("4.1.0")
+    conn = Conn(port(c))
+    req = ApiVersionsRequest(version=3, client_software_name="my_client", client_software_version="1.0")
+    reply = conn.request(req)
+    # INVALID_REQUEST in the request's own version (kafka-python's decode would force v0 on errors).
+    resp = ApiMessage.decode.__func__(ApiVersionsResponse, reply[8:], version=3)
+    assert resp.error_code == 42 and resp.api_keys == []
+    assert c.registry_view(1) == {("PLAINTEXT", 0, "unknown", "unknown"): 1}
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("release", "api_versions_max", "metadata_max"),
+    [("2.4.0", 3, 9), ("3.6.0", 3, 12), ("3.9.0", 4, 12), ("4.1.0", 4, 13), ("4.3.1", 4, 13)],
+)
+def test_advertised_maxima_and_metadata_at_max(make_cluster, release, api_versions_max, metadata_max) -> None:
+    c, _ = make_cluster(release, release)
+    conn = Conn(port(c))
+    resp = ApiVersionsResponse.decode(conn.request(ApiVersionsRequest(version=0)), version=0, header=True,
+                                      framed=True)
+    keys = {k.api_key: k.max_version for k in resp.api_keys}
+    assert keys[18] == api_versions_max and keys[3] == metadata_max
+    reply = conn.request(MetadataRequest(version=metadata_max, topics=None), correlation_id=2)
+    md = MetadataResponse.decode(reply, version=metadata_max, header=True, framed=True)
+    assert {(b.node_id, b.port) for b in md.brokers} == {(1, port(c, 1)), (2, port(c, 2))}
+    assert md.cluster_id == c.cluster_id
+    (topic,) = md.topics
+    assert topic.name == "demo" and len(topic.partitions) == 3
+    assert {p.leader_id for p in topic.partitions} == {1, 2}
+    conn.close()
+
+
+def test_metadata_reports_the_listener_it_came_in_on(make_cluster) -> None:
+    c, _ = make_cluster("4.1.0", "4.1.0")
+    conn = Conn(port(c, 1, "INTERNAL"))
+    md = MetadataResponse.decode(conn.request(MetadataRequest(version=12, topics=[])), version=12,
+                                 header=True, framed=True)
+    assert {b.port for b in md.brokers} == {port(c, 1, "INTERNAL"), port(c, 2, "INTERNAL")}
+    # Processor ids continue across listeners: INTERNAL's first processor is 3.
+    assert ("INTERNAL", 3, "unknown", "unknown") in c.registry_view(1)
+    conn.close()
+
+
+def test_unadvertised_api_closes_the_connection(make_cluster) -> None:
+    c, _ = make_cluster("4.1.0")
+    conn = Conn(port(c))
+    # LeaderAndIsr (key 4) is gone in 4.x: a raw header for it makes the broker drop the connection.
+    conn.send(struct.pack(">ihhih", 10, 4, 5, 1, 0))
+    with pytest.raises(ConnectionError):
+        conn.recv_frame()
+    wait_for(lambda: c.registry_view(1)[("PLAINTEXT", 0, "unknown", "unknown")] == 0)
+
+
+def test_round_robin_over_processors(make_cluster) -> None:
+    c, _ = make_cluster("4.1.0")
+    conns = [Conn(port(c)) for _ in range(4)]
+    wait_for(lambda: sum(c.registry_view(1).values()) == 4)
+    assert {k[1]: v for k, v in c.registry_view(1).items()} == {0: 2, 1: 1, 2: 1}
+    for conn in conns:
+        conn.close()
+
+
+def _log_lines(path: Path) -> list[dict]:
+    out = []
+    for line in path.read_text().splitlines():
+        assert line.startswith("[") and line.endswith(" (kafka.request.logger)")
+        assert " DEBUG Completed request:" in line
+        out.append(json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]))
+    return out
+
+
+def test_request_log_json_lines(make_cluster, tmp_path: Path) -> None:
+    c, _ = make_cluster("3.8.0")
+    conn = Conn(port(c))
+    conn.request(ApiVersionsRequest(version=3, client_software_name="my-app", client_software_version="1.0"))
+    conn.request(MetadataRequest(version=2, topics=[]), correlation_id=2)  # deprecated on 3.8.0
+    conn.close()
+    log = tmp_path / "logs" / "broker-1" / "kafka-request.log"
+    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
+    first, second = _log_lines(log)
+    assert list(first) == [
+        "isForwarded", "requestHeader", "request", "response", "connection", "totalTimeMs",
+        "requestQueueTimeMs", "localTimeMs", "remoteTimeMs", "throttleTimeMs", "responseQueueTimeMs",
+        "sendTimeMs", "securityProtocol", "principal", "listener", "clientInformation"]
+    assert first["requestHeader"] == {"requestApiKey": 18, "requestApiVersion": 3, "correlationId": 1,
+                                      "clientId": "probe", "requestApiKeyName": "API_VERSIONS"}
+    assert first["request"] == {"clientSoftwareName": "my-app", "clientSoftwareVersion": "1.0"}
+    # The ApiVersions line carries the information from before registration.
+    assert first["clientInformation"] == {"softwareName": "unknown", "softwareVersion": "unknown"}
+    assert second["clientInformation"] == {"softwareName": "my-app", "softwareVersion": "1.0"}
+    assert second["requestHeader"]["requestApiVersionDeprecated"] is True
+    assert second["response"]["clusterId"] == c.cluster_id
+    # 3.x connection id: local-remote-index (no processor segment).
+    assert first["connection"].startswith(f"127.0.0.1:{port(c)}-127.0.0.1:")
+    assert first["connection"].count("-") == 2
+
+
+def test_deprecated_request_marks_meter_on_3_8(make_cluster) -> None:
+    c, sink = make_cluster("3.8.0")
+    conn = Conn(port(c))
+    conn.request(ApiVersionsRequest(version=3, client_software_name="my-app", client_software_version="1.0"))
+    conn.request(MetadataRequest(version=1, topics=[]), correlation_id=2)
+    conn.request(MetadataRequest(version=1, topics=[]), correlation_id=3)
+    conn.request(MetadataRequest(version=9, topics=[]), correlation_id=4)  # not deprecated
+    name = ("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Metadata,version=1,"
+            "clientSoftwareName=my-app,clientSoftwareVersion=1.0")
+    assert sink.beans[(1, name)] == {"Count": 2}
+    assert [n for (_, n) in sink.beans if "DeprecatedRequestsPerSec" in n] == [name]
+    conn.close()
