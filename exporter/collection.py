@@ -50,7 +50,6 @@ class CollectionLoop:
         self._publish = publish
         self._clock = clock
         self._java = JavaRuntime(settings.java.path, tuple(settings.java.options))
-        self._semaphore = asyncio.Semaphore(settings.collection.max_concurrency)
         self._discovery = {
             cluster.name: BrokerDiscovery(
                 cluster.name, cluster.bootstrap_servers, settings.collection.discovery_timeout_seconds
@@ -126,9 +125,9 @@ class CollectionLoop:
         self._last_error[key] = error.reason
         return SourceResult(key, False, duration, now, error_reason=error.reason, error_message=str(error))
 
-    async def _poll_jmx(self, target: BrokerTarget) -> SourceResult:
+    async def _poll_jmx(self, target: BrokerTarget, slots: asyncio.Semaphore) -> SourceResult:
         key = SourceKey(target.cluster, target.broker, SOURCE_JMX)
-        async with self._semaphore:
+        async with slots:
             started = time.monotonic()
             try:
                 reading = await read_broker(target.jmx, self._java, self._settings.collection.jmx_timeout_seconds)
@@ -147,7 +146,9 @@ class CollectionLoop:
         for cluster in self._settings.clusters:
             if cluster.brokers is not None:
                 targets += self._configured_targets(cluster)
-        results += await asyncio.gather(*(self._poll_jmx(t) for t in targets))
+        # Made per cycle: an asyncio primitive belongs to the event loop that first waits on it.
+        slots = asyncio.Semaphore(self._settings.collection.max_concurrency)
+        results += await asyncio.gather(*(self._poll_jmx(t, slots) for t in targets))
         self._forget_gone({r.key for r in results})
         self._sequence += 1
         snapshot = Snapshot(

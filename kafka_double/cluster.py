@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from .mbean_host import MBeanHost, free_port
+from .mbean_host import MBeanHost, free_ports
 from .registry import BrokerMetrics, GaugeSink
 from .releases import Release, get_release
 from .request_log import RequestLog
@@ -111,11 +111,15 @@ class DoubleCluster:
             self._started = True
             for spec in self._specs:
                 self._handles[spec.id] = BrokerHandle(self, spec, get_release(spec.release))
-            for spec in self._specs:  # resolve ports before anything listens, so Metadata is stable
-                spec.jmx_port = spec.jmx_port or free_port(self.host)
+            # Resolve ports before anything listens, so Metadata is stable; allocated together so that
+            # 50 brokers never draw the same released port twice.
+            wanted = sum(1 + len(spec.listeners) for spec in self._specs)
+            ports = iter(free_ports(wanted, self.host))
+            for spec in self._specs:
+                spec.jmx_port = spec.jmx_port or next(ports)
                 self._handles[spec.id].jmx_port = spec.jmx_port
                 for lst in spec.listeners:
-                    lst.port = lst.port or free_port(self.host)
+                    lst.port = lst.port or next(ports)
             try:
                 if self._jmx is None:
                     host = MBeanHost()

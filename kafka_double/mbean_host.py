@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-__all__ = ["JAVA_SOURCE", "MBeanHost", "free_port"]
+__all__ = ["JAVA_SOURCE", "MBeanHost", "free_port", "free_ports"]
 
 log = logging.getLogger("kafka_double.jmx")
 
@@ -360,9 +360,18 @@ class MBeanHost:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """An unused TCP port on ``host`` (bind to port 0, read it, close; racy but fine for tests)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1, host)[0]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct unused ports: all are held at once while reading, so none is handed out twice."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(count):
+            sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
 
 
 def _check_int(what: str, value: object) -> None:

@@ -17,6 +17,7 @@ from exporter.snapshot import Snapshot
 from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
+from tests.conftest import closed_port
 
 pytestmark = pytest.mark.slow
 
@@ -259,4 +260,47 @@ def test_wrong_jmx_password_is_clear_and_never_leaks(mbean_host: MBeanHost, capl
             )
         ]
         == 1
+    )
+
+
+def test_brokers_discovered_from_metadata(mbean_host: MBeanHost) -> None:
+    # The double puts every broker on 127.0.0.1, so one broker keeps "JMX at host:jmx.port" unambiguous.
+    single = DoubleCluster([BrokerSpec(id=5, listeners=LISTENERS)], mbean_host=mbean_host)
+    with (
+        single,
+        start_client(ClientKind.KCAT, single.bootstrap(), software_name="found-me", software_version="1.0.0") as client,
+    ):
+        client.wait_ready()
+        single.sync()
+        settings = Settings(
+            clusters=[
+                {
+                    "name": "disc",
+                    "bootstrap_servers": single.bootstrap().split(","),
+                    "jmx": {"port": single.broker(5).jmx_port},
+                }
+            ],
+            collection={"discovery_timeout_seconds": 5},
+        )
+        snapshot, series = collect(settings)
+    assert {(r.key.broker, r.key.source): r.ok for r in snapshot.results} == {
+        ("bootstrap", "discovery"): True,
+        ("5", "jmx"): True,
+    }
+    assert set(client_series(series, client_software_name="found-me")) == {("5", "PLAINTEXT", "found-me", "1.0.0")}
+
+
+def test_failed_discovery_is_reported_not_fatal() -> None:
+    settings = Settings(
+        clusters=[{"name": "gone", "bootstrap_servers": [f"127.0.0.1:{closed_port()}"], "jmx": {"port": 9999}}],
+        collection={"discovery_timeout_seconds": 2},
+    )
+    started = time.monotonic()
+    snapshot, series = collect(settings)
+    assert time.monotonic() - started < 6
+    [result] = snapshot.results
+    assert (result.key.source, result.ok, result.error_reason) == ("discovery", False, "discovery")
+    assert (
+        series[("kafka_client_exporter_up", (("broker", "bootstrap"), ("cluster", "gone"), ("source", "discovery")))]
+        == 0
     )

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from exporter.collection import CollectionLoop
+from exporter.config import Settings
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
 from tests.conftest import closed_port
 
@@ -40,3 +42,15 @@ def test_missing_java_is_reported() -> None:
     with pytest.raises(JmxError) as excinfo:
         asyncio.run(read_broker(JmxTarget(url(1)), JavaRuntime("/nonexistent/java"), deadline_seconds=5))
     assert excinfo.value.reason == "java_not_found"
+
+
+def test_loop_survives_repeated_event_loops_under_contention() -> None:
+    """One CollectionLoop driven by several asyncio.run calls, with more brokers than slots (a regression:
+    a semaphore created once belonged to the first event loop and hung the second cycle)."""
+    brokers = [{"id": i, "jmx_url": url(closed_port())} for i in range(4)]
+    settings = Settings(clusters=[{"name": "c", "brokers": brokers}], collection={"max_concurrency": 1})
+    loop = CollectionLoop(settings)
+    for _ in range(2):
+        snapshot = asyncio.run(asyncio.wait_for(loop.run_cycle(), 60))
+        assert [r.error_reason for r in snapshot.results] == ["connection"] * 4
+    assert snapshot.errors_total[(snapshot.results[0].key, "connection")] == 2

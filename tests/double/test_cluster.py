@@ -53,8 +53,7 @@ def make_cluster(jvm: MBeanHost, tmp_path: Path) -> Iterator[Callable[..., Doubl
 
 def client_beans(url: str) -> dict[str, int]:
     """Every KIP-511 `connections` MBean on a JMX endpoint, by object name."""
-    rows = JMXConnection(url).query([JMXQuery("kafka.server:type=socket-server-metrics,*",
-                                              attribute="connections")])
+    rows = JMXConnection(url).query([JMXQuery("kafka.server:type=socket-server-metrics,*", attribute="connections")])
     return {r.mBeanName: int(r.value) for r in rows if "clientSoftwareName=" in r.mBeanName}
 
 
@@ -68,29 +67,37 @@ def test_kcat_registered_on_listener_and_lingers_at_zero(make_cluster) -> None:
     _skip_if_missing(ClientKind.KCAT)
     c = make_cluster("4.1.0", brokers=1)
     b = c.broker(c.brokers[0].broker_id)
-    with start_client(ClientKind.KCAT, c.bootstrap("INTERNAL"), software_name="my-app",
-                      software_version="1.2.3") as client:
+    with start_client(
+        ClientKind.KCAT, c.bootstrap("INTERNAL"), software_name="my-app", software_version="1.2.3"
+    ) as client:
         client.wait_ready()
-        wait_for(lambda: any(k[2] == "my-app" and v >= 1 for k, v in c.registry_view(b.broker_id).items()),
-                 what="kcat registered")
+        wait_for(
+            lambda: any(k[2] == "my-app" and v >= 1 for k, v in c.registry_view(b.broker_id).items()),
+            what="kcat registered",
+        )
         live = {k: v for k, v in c.registry_view(b.broker_id).items() if k[2] == "my-app"}
         # INTERNAL is the second listener: its processors are 3 and 4 (one counter per broker).
         assert all(k[0] == "INTERNAL" and k[1] in (3, 4) and k[3] == "1.2.3" for k in live)
         c.sync()
         beans = client_beans(b.jmx_url)
         for (listener, proc, name, version), count in live.items():
-            bean = (f"kafka.server:type=socket-server-metrics,clientSoftwareName={name},"
-                    f"clientSoftwareVersion={version},listener={listener},networkProcessor={proc}")
+            bean = (
+                f"kafka.server:type=socket-server-metrics,clientSoftwareName={name},"
+                f"clientSoftwareVersion={version},listener={listener},networkProcessor={proc}"
+            )
             assert beans[bean] == count
-    wait_for(lambda: all(v == 0 for k, v in c.registry_view(b.broker_id).items() if k[2] == "my-app"),
-             what="kcat connections closed")
+    wait_for(
+        lambda: all(v == 0 for k, v in c.registry_view(b.broker_id).items() if k[2] == "my-app"),
+        what="kcat connections closed",
+    )
     c.sync()
     lingering = {n: v for n, v in client_beans(b.jmx_url).items() if "clientSoftwareName=my-app" in n}
     assert lingering and set(lingering.values()) == {0}
 
 
-@pytest.mark.parametrize("kind", [ClientKind.KAFKA_PYTHON, ClientKind.CONFLUENT, ClientKind.AIOKAFKA,
-                                  ClientKind.KAFKAJS])
+@pytest.mark.parametrize(
+    "kind", [ClientKind.KAFKA_PYTHON, ClientKind.CONFLUENT, ClientKind.AIOKAFKA, ClientKind.KAFKAJS]
+)
 def test_real_clients_register_their_identity(make_cluster, kind: ClientKind) -> None:
     _skip_if_missing(kind)
     c = make_cluster("4.1.0", brokers=2)
@@ -99,8 +106,11 @@ def test_real_clients_register_their_identity(make_cluster, kind: ClientKind) ->
         client.wait_ready()
 
         def registered() -> bool:
-            return any(k[2:] == (expected.software_name, expected.software_version) and v >= 1
-                       for b in c.brokers for k, v in c.registry_view(b.broker_id).items())
+            return any(
+                k[2:] == (expected.software_name, expected.software_version) and v >= 1
+                for b in c.brokers
+                for k, v in c.registry_view(b.broker_id).items()
+            )
 
         wait_for(registered, what=f"{kind.value} registered as {expected}")
         if expected.software_name == "unknown":
@@ -130,8 +140,10 @@ def test_request_log_from_real_client(make_cluster, tmp_path: Path) -> None:
     with start_client(ClientKind.KAFKA_PYTHON, c.bootstrap()) as client:
         client.wait_ready()
     log = tmp_path / "logs" / f"broker-{b.broker_id}" / "kafka-request.log"
-    lines = [json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
-             for line in log.read_text().splitlines()]
+    lines = [
+        json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+        for line in log.read_text().splitlines()
+    ]
     apis = [(x["requestHeader"]["requestApiKeyName"], x["clientInformation"]["softwareName"]) for x in lines]
     assert ("API_VERSIONS", "unknown") in apis and ("METADATA", "kafka-python") in apis
     # 4.x connection ids carry the processor id: local-remote-processor-index.

@@ -20,7 +20,7 @@ from kafka_double.registry import MemorySink
 # protocol.md §3.5: ApiVersions v3, client id "probe", kafka-client-exporter 0.1.0, correlation id 1.
 HEX_FRAME = "0000002d0012000300000001000570726f626500166b61666b612d636c69656e742d6578706f7274657206302e312e3000"
 # protocol.md §3.5: fallback reply of a broker whose ApiVersions max is 3.
-FALLBACK_MAX3 = bytes.fromhex("00000010" "00000001" "0023" "00000001" "0012" "0000" "0003")
+FALLBACK_MAX3 = bytes.fromhex("0000001000000001002300000001001200000003")
 
 
 class Conn:
@@ -126,7 +126,7 @@ def test_unknown_version_falls_back_to_v0_with_own_range(make_cluster) -> None:
     # Before 2.4.0 the fallback carries an empty ApiKeys array.
     old = Conn(port(c, 2))
     reply = old.request(ApiVersionsRequest(version=3, client_software_name="a", client_software_version="1"))
-    assert reply == bytes.fromhex("0000000a" "00000001" "0023" "00000000")
+    assert reply == bytes.fromhex("0000000a00000001002300000000")
     conn.close()
     old.close()
 
@@ -150,8 +150,7 @@ def test_invalid_software_name_is_rejected_and_not_registered(make_cluster) -> N
 def test_advertised_maxima_and_metadata_at_max(make_cluster, release, api_versions_max, metadata_max) -> None:
     c, _ = make_cluster(release, release)
     conn = Conn(port(c))
-    resp = ApiVersionsResponse.decode(conn.request(ApiVersionsRequest(version=0)), version=0, header=True,
-                                      framed=True)
+    resp = ApiVersionsResponse.decode(conn.request(ApiVersionsRequest(version=0)), version=0, header=True, framed=True)
     keys = {k.api_key: k.max_version for k in resp.api_keys}
     assert keys[18] == api_versions_max and keys[3] == metadata_max
     reply = conn.request(MetadataRequest(version=metadata_max, topics=None), correlation_id=2)
@@ -167,8 +166,9 @@ def test_advertised_maxima_and_metadata_at_max(make_cluster, release, api_versio
 def test_metadata_reports_the_listener_it_came_in_on(make_cluster) -> None:
     c, _ = make_cluster("4.1.0", "4.1.0")
     conn = Conn(port(c, 1, "INTERNAL"))
-    md = MetadataResponse.decode(conn.request(MetadataRequest(version=12, topics=[])), version=12,
-                                 header=True, framed=True)
+    md = MetadataResponse.decode(
+        conn.request(MetadataRequest(version=12, topics=[])), version=12, header=True, framed=True
+    )
     assert {b.port for b in md.brokers} == {port(c, 1, "INTERNAL"), port(c, 2, "INTERNAL")}
     # Processor ids continue across listeners: INTERNAL's first processor is 3.
     assert ("INTERNAL", 3, "unknown", "unknown") in c.registry_view(1)
@@ -213,11 +213,30 @@ def test_request_log_json_lines(make_cluster, tmp_path: Path) -> None:
     wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
     first, second = _log_lines(log)
     assert list(first) == [
-        "isForwarded", "requestHeader", "request", "response", "connection", "totalTimeMs",
-        "requestQueueTimeMs", "localTimeMs", "remoteTimeMs", "throttleTimeMs", "responseQueueTimeMs",
-        "sendTimeMs", "securityProtocol", "principal", "listener", "clientInformation"]
-    assert first["requestHeader"] == {"requestApiKey": 18, "requestApiVersion": 3, "correlationId": 1,
-                                      "clientId": "probe", "requestApiKeyName": "API_VERSIONS"}
+        "isForwarded",
+        "requestHeader",
+        "request",
+        "response",
+        "connection",
+        "totalTimeMs",
+        "requestQueueTimeMs",
+        "localTimeMs",
+        "remoteTimeMs",
+        "throttleTimeMs",
+        "responseQueueTimeMs",
+        "sendTimeMs",
+        "securityProtocol",
+        "principal",
+        "listener",
+        "clientInformation",
+    ]
+    assert first["requestHeader"] == {
+        "requestApiKey": 18,
+        "requestApiVersion": 3,
+        "correlationId": 1,
+        "clientId": "probe",
+        "requestApiKeyName": "API_VERSIONS",
+    }
     assert first["request"] == {"clientSoftwareName": "my-app", "clientSoftwareVersion": "1.0"}
     # The ApiVersions line carries the information from before registration.
     assert first["clientInformation"] == {"softwareName": "unknown", "softwareVersion": "unknown"}
@@ -236,8 +255,10 @@ def test_deprecated_request_marks_meter_on_3_8(make_cluster) -> None:
     conn.request(MetadataRequest(version=1, topics=[]), correlation_id=2)
     conn.request(MetadataRequest(version=1, topics=[]), correlation_id=3)
     conn.request(MetadataRequest(version=9, topics=[]), correlation_id=4)  # not deprecated
-    name = ("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Metadata,version=1,"
-            "clientSoftwareName=my-app,clientSoftwareVersion=1.0")
+    name = (
+        "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Metadata,version=1,"
+        "clientSoftwareName=my-app,clientSoftwareVersion=1.0"
+    )
     assert sink.beans[(1, name)] == {"Count": 2}
     assert [n for (_, n) in sink.beans if "DeprecatedRequestsPerSec" in n] == [name]
     conn.close()

@@ -110,8 +110,10 @@ def test_release_before_2_5_has_no_client_mbeans_but_counts_connections() -> Non
 def test_cipher_gauge_shares_attribute_name() -> None:
     _, sink = _metrics(cipher=True)
     cipher = [n for (_, n) in sink.beans if "cipher=" in n]
-    assert cipher == ["kafka.server:type=socket-server-metrics,cipher=TLS_AES_256_GCM_SHA384,"
-                      "protocol=TLSv1.3,listener=PLAINTEXT,networkProcessor=0"]
+    assert cipher == [
+        "kafka.server:type=socket-server-metrics,cipher=TLS_AES_256_GCM_SHA384,"
+        "protocol=TLSv1.3,listener=PLAINTEXT,networkProcessor=0"
+    ]
     assert sink.beans[(1, cipher[0])] == {"connections": 2}
 
 
@@ -120,8 +122,10 @@ def test_deprecated_request_meter_counts_per_client() -> None:
     info = ClientInformation("app", "1")
     m.mark_deprecated_request("Metadata", 2, info)
     m.mark_deprecated_request("Metadata", 2, info)
-    name = ("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Metadata,version=2,"
-            "clientSoftwareName=app,clientSoftwareVersion=1")
+    name = (
+        "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Metadata,version=2,"
+        "clientSoftwareName=app,clientSoftwareVersion=1"
+    )
     assert sink.beans[(1, name)] == {"Count": 2}
 
 
@@ -157,7 +161,11 @@ def test_release_rules() -> None:
     assert get_release("3.8.0").is_deprecated(3, 2)
     assert not get_release("4.1.0").is_deprecated(3, 2)
     assert [get_release(r).deprecated_metrics for r in ("3.6.0", "3.7.0", "3.9.0", "4.0.0")] == [
-        False, True, True, False]
+        False,
+        True,
+        True,
+        False,
+    ]
     assert not get_release("2.4.0").has_client_mbeans and get_release("2.5.0").has_client_mbeans
     assert get_release("4.0.0").connection_id_has_processor and not get_release("3.9.0").connection_id_has_processor
 
