@@ -8,7 +8,6 @@ need_apt=()
 command -v kcat >/dev/null || need_apt+=(kcat)
 command -v java >/dev/null || need_apt+=(openjdk-17-jdk-headless)
 command -v node >/dev/null || need_apt+=(nodejs npm)
-command -v promtool >/dev/null || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collection import CollectionLoop
@@ -17,6 +18,7 @@ from exporter.snapshot import Snapshot
 from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
+from kafka_double.raw_client import RawConnection
 from tests.conftest import closed_port
 
 pytestmark = pytest.mark.slow
@@ -304,3 +306,30 @@ def test_failed_discovery_is_reported_not_fatal() -> None:
         series[("kafka_client_exporter_up", (("broker", "bootstrap"), ("cluster", "gone"), ("source", "discovery")))]
         == 0
     )
+
+
+def test_deprecated_requests_are_counted_per_client_software(cluster: DoubleCluster) -> None:
+    """A legacy client sending Metadata v1 (deprecated in 3.7-3.9, KIP-896) to the 3.9.0 broker."""
+    with RawConnection(cluster.broker(2).listener_port("PLAINTEXT")) as legacy:
+        legacy.request(
+            ApiVersionsRequest(version=3, client_software_name="legacy-app", client_software_version="0.8.2")
+        )
+        for correlation_id in (2, 3):
+            legacy.request(MetadataRequest(version=1, topics=[]), correlation_id=correlation_id)
+        cluster.sync()
+        _, series = collect(settings_for(cluster, [1, 2]))
+    deprecated = {
+        tuple(sorted(dict(labels).items())): value
+        for (name, labels), value in series.items()
+        if name == "kafka_client_deprecated_requests_total" and ("client_software_name", "legacy-app") in labels
+    }
+    assert deprecated == {
+        (
+            ("broker", "2"),
+            ("client_software_name", "legacy-app"),
+            ("client_software_version", "0.8.2"),
+            ("cluster", "e2e"),
+            ("request", "Metadata"),
+            ("version", "1"),
+        ): 2
+    }

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import struct
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 from kafka_double import BrokerSpec, DoubleCluster
+from kafka_double.raw_client import RawConnection
 from kafka_double.registry import MemorySink
 
 # protocol.md §3.5: ApiVersions v3, client id "probe", kafka-client-exporter 0.1.0, correlation id 1.
@@ -23,33 +23,7 @@ HEX_FRAME = "0000002d0012000300000001000570726f626500166b61666b612d636c69656e742
 FALLBACK_MAX3 = bytes.fromhex("0000001000000001002300000001001200000003")
 
 
-class Conn:
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-
-    def send(self, frame: bytes) -> None:
-        self.sock.sendall(frame)
-
-    def recv_frame(self) -> bytes:
-        size = struct.unpack(">i", self._read(4))[0]
-        return struct.pack(">i", size) + self._read(size)
-
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the double")
-            data += chunk
-        return data
-
-    def request(self, msg: ApiMessage, correlation_id: int = 1, client_id: str = "probe") -> bytes:
-        msg.with_header(correlation_id=correlation_id, client_id=client_id)
-        self.send(bytes(msg.encode(header=True, framed=True)))
-        return self.recv_frame()
-
-    def close(self) -> None:
-        self.sock.close()
+Conn = RawConnection
 
 
 def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
