@@ -21,13 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
 from jmxquery import JMXConnection
 
 from exporter.collection import CollectionLoop
 from exporter.config import Settings
 from exporter.sources.jmx import QUERIES
 from kafka_double.clients import ClientKind, ClientMix, available_kinds
+from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.mbean_host import free_port
 
 TARGET_WALL_50 = 8.0
@@ -76,37 +76,12 @@ def bare_jmxquery_cpu(url: str, calls: int) -> float:
 
 
 def daemon_rss_mb(info: dict, cycles: int) -> tuple[float, float]:
+    brokers = {b["id"]: b["jmx_url"] for b in info["brokers"]}
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "exporter.yaml"
-        settings = {
-            "collection": {"interval_seconds": 2, "jmx_timeout_seconds": 2},
-            "clusters": [
-                {"name": "bench", "brokers": [{"id": b["id"], "jmx_url": b["jmx_url"]} for b in info["brokers"]]}
-            ],
-        }
-        config.write_text(yaml.safe_dump(settings))
-        daemon = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "exporter",
-                "serve",
-                "--config",
-                str(config),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(free_port()),
-                "--log-level",
-                "WARNING",
-            ]
-        )
-        try:
+        config = write_config(Path(tmp) / "exporter.yaml", "bench", brokers, interval_seconds=2, jmx_timeout_seconds=2)
+        with running_exporter(config, free_port(), "--log-level", "WARNING") as daemon:
             time.sleep(2.0 * cycles + 8)
             status = Path(f"/proc/{daemon.pid}/status").read_text()
-        finally:
-            daemon.terminate()
-            daemon.wait(15)
     fields = {line.split(":")[0]: line.split()[1] for line in status.splitlines() if line.startswith("Vm")}
     return int(fields["VmRSS"]) / 1024, int(fields["VmHWM"]) / 1024
 

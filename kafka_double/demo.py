@@ -17,10 +17,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import yaml
-
 from kafka_double.clients import ClientKind, ClientMix, available_kinds
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
+from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.mbean_host import free_port
 
 LISTENERS = [ListenerSpec("PLAINTEXT", network_processors=3), ListenerSpec("INTERNAL", network_processors=2)]
@@ -95,51 +94,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"demo: connecting {len(plaintext) + len(internal)} real clients ...")
         plaintext.wait_ready()
         internal.wait_ready()
-        config = args.data_dir / "exporter.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "collection": {"interval_seconds": 5, "jmx_timeout_seconds": 5},
-                    "clusters": [
-                        {
-                            "name": "demo",
-                            "bootstrap_servers": cluster.bootstrap("PLAINTEXT").split(","),
-                            "brokers": [{"id": b.id, "jmx_url": cluster.broker(b.id).jmx_url} for b in BROKERS],
-                        }
-                    ],
-                }
-            )
+        brokers = {b.id: cluster.broker(b.id).jmx_url for b in BROKERS}
+        config = write_config(
+            args.data_dir / "exporter.yaml",
+            "demo",
+            brokers,
+            cluster.bootstrap("PLAINTEXT"),
+            interval_seconds=5,
+            jmx_timeout_seconds=5,
         )
-        exporter = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "exporter",
-                "serve",
-                "--config",
-                str(config),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-        )
-        try:
-            _wait_ready(f"http://127.0.0.1:{port}/readyz", exporter)
-            print(f"\ndemo: the exporter is live at http://127.0.0.1:{port}/ (metrics at /metrics)")
-            print(f"demo: try  curl -s 127.0.0.1:{port}/metrics | grep ^kafka_client_connections")
-            print(f"demo: request logs in {args.data_dir / 'request-logs'}; press Ctrl-C to stop everything\n")
-            while not stop.is_set() and exporter.poll() is None:
-                stop.wait(0.5)
-        finally:
-            print("demo: stopping the exporter, the clients and the brokers ...")
-            if exporter.poll() is None:
-                exporter.send_signal(signal.SIGTERM)
-                try:
-                    exporter.wait(15)
-                except subprocess.TimeoutExpired:
-                    exporter.kill()
-                    exporter.wait()
+        exporter = running.enter_context(running_exporter(config, port))
+        _wait_ready(f"http://127.0.0.1:{port}/readyz", exporter)
+        print(f"\ndemo: the exporter is live at http://127.0.0.1:{port}/ (metrics at /metrics)")
+        print(f"demo: try  curl -s 127.0.0.1:{port}/metrics | grep ^kafka_client_connections")
+        print(f"demo: request logs in {args.data_dir / 'request-logs'}; press Ctrl-C to stop everything\n")
+        while not stop.is_set() and exporter.poll() is None:
+            stop.wait(0.5)
+        print("demo: stopping the exporter, the clients and the brokers ...")
     print("demo: stopped")
     return 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster
+from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.mbean_host import free_port
 from tests.conftest import closed_port
 
@@ -29,14 +28,9 @@ def double() -> Iterator[DoubleCluster]:
         yield cluster
 
 
-def write_config(tmp_path: Path, brokers: list[dict], **collection: object) -> Path:
-    path = tmp_path / "exporter.yaml"
-    config = {
-        "clusters": [{"name": "local", "brokers": brokers}],
-        "collection": {"interval_seconds": 2, "jmx_timeout_seconds": 2, **collection},
-    }
-    path.write_text(yaml.safe_dump(config))
-    return path
+def config_for(tmp_path: Path, brokers: dict[int, str], **collection: object) -> Path:
+    settings = {"interval_seconds": 2, "jmx_timeout_seconds": 2, **collection}
+    return write_config(tmp_path / "exporter.yaml", "local", brokers, **settings)
 
 
 def get(url: str, accept: str | None = None) -> tuple[int, str, str]:
@@ -49,55 +43,45 @@ def get(url: str, accept: str | None = None) -> tuple[int, str, str]:
 
 
 def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp_path: Path) -> None:
-    config = write_config(tmp_path, [{"id": b, "jmx_url": double.broker(b).jmx_url} for b in (1, 2)])
+    config = config_for(tmp_path, {b: double.broker(b).jmx_url for b in (1, 2)})
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with start_client(
-        ClientKind.KCAT, double.bootstrap(), software_name="serve-check", software_version="0.9.1"
-    ) as client:
-        client.wait_ready()
-        daemon = subprocess.Popen(
-            [*EXPORTER, "serve", "--config", str(config), "--port", str(port)], stderr=subprocess.PIPE, text=True
-        )
-        try:
-            deadline = time.monotonic() + 30
-            status = 0
-            while time.monotonic() < deadline:
-                try:
-                    status = get(f"{base}/readyz")[0]
-                except OSError:
-                    status = 0
-                if status == 200:
-                    break
+    kcat = start_client(ClientKind.KCAT, double.bootstrap(), software_name="serve-check", software_version="0.9.1")
+    with kcat, running_exporter(config, port, stderr=subprocess.PIPE, text=True) as daemon:
+        kcat.wait_ready()
+        deadline = time.monotonic() + 30
+        status = 0
+        while time.monotonic() < deadline and status != 200:
+            try:
+                status = get(f"{base}/readyz")[0]
+            except OSError:
                 time.sleep(0.2)
-            assert status == 200
-            assert get(f"{base}/healthz")[0] == 200
-            _, content_type, body = get(f"{base}/metrics")
-            assert content_type.startswith("text/plain; version=0.0.4")
-            assert 'client_software_name="serve-check",client_software_version="0.9.1"' in body
-            assert 'kafka_client_exporter_build_info{version="' in body
-            _, content_type, body = get(f"{base}/metrics", accept="application/openmetrics-text; version=1.0.0")
-            assert content_type.startswith("application/openmetrics-text")
-            assert body.endswith("# EOF\n")
-            status, _, page = get(f"{base}/")
-            assert status == 200 and "serve-check" in page and "href='/metrics'" in page
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            _, stderr = daemon.communicate(timeout=15)
-    assert daemon.returncode == 0, stderr
-    assert "stopping" in stderr
+        assert status == 200
+        assert get(f"{base}/healthz")[0] == 200
+        _, content_type, body = get(f"{base}/metrics")
+        assert content_type.startswith("text/plain; version=0.0.4")
+        assert 'client_software_name="serve-check",client_software_version="0.9.1"' in body
+        assert 'kafka_client_exporter_build_info{version="' in body
+        _, content_type, body = get(f"{base}/metrics", accept="application/openmetrics-text; version=1.0.0")
+        assert content_type.startswith("application/openmetrics-text")
+        assert body.endswith("# EOF\n")
+        status, _, page = get(f"{base}/")
+        assert status == 200 and "serve-check" in page and "href='/metrics'" in page
+    # Leaving the block sent SIGTERM, as Kubernetes does.
+    assert daemon.returncode == 0
+    assert "stopping" in daemon.stderr.read()
 
 
 def test_collect_once_prints_and_fails_only_when_every_broker_fails(double: DoubleCluster, tmp_path: Path) -> None:
-    dead = {"id": 9, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{closed_port()}/jmxrmi"}
-    config = write_config(tmp_path, [{"id": 1, "jmx_url": double.broker(1).jmx_url}, dead])
+    dead = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{closed_port()}/jmxrmi"
+    config = config_for(tmp_path, {1: double.broker(1).jmx_url, 9: dead})
     run = subprocess.run(
         [*EXPORTER, "collect-once", "--config", str(config)], capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 0, run.stderr
     assert 'kafka_client_exporter_up{broker="1",cluster="local",source="jmx"} 1.0' in run.stdout
     assert 'kafka_client_exporter_up{broker="9",cluster="local",source="jmx"} 0.0' in run.stdout
-    config = write_config(tmp_path, [dead])
+    config = config_for(tmp_path, {9: dead})
     run = subprocess.run(
         [*EXPORTER, "collect-once", "--config", str(config)], capture_output=True, text=True, timeout=60
     )
@@ -106,9 +90,7 @@ def test_collect_once_prints_and_fails_only_when_every_broker_fails(double: Doub
 
 
 def test_console_script_exits_2_on_invalid_config(tmp_path: Path) -> None:
-    config = write_config(
-        tmp_path, [{"id": 1, "jmx_url": "service:jmx:rmi:///jndi/rmi://h:1/jmxrmi"}], max_concurrency=0
-    )
+    config = config_for(tmp_path, {1: "service:jmx:rmi:///jndi/rmi://h:1/jmxrmi"}, max_concurrency=0)
     script = Path(sys.executable).with_name("kafka-client-exporter")
     run = subprocess.run(
         [str(script), "serve", "--config", str(config)],
