@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from exporter.config import ClusterConfig, Settings
-from exporter.snapshot import Snapshot, SourceKey, SourceResult
+from exporter.snapshot import JmxReading, Snapshot, SourceKey, SourceResult
 from exporter.sources.discovery import BrokerDiscovery, DiscoveredBroker, DiscoveryError
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
 
@@ -105,7 +105,7 @@ class CollectionLoop:
     # -- one cycle -------------------------------------------------------------------------------------
 
     def _result(
-        self, key: SourceKey, started: float, error: JmxError | DiscoveryError | None, **reading: object
+        self, key: SourceKey, started: float, error: JmxError | DiscoveryError | None, jmx: JmxReading | None = None
     ) -> SourceResult:
         now = self._clock()
         duration = time.monotonic() - started
@@ -115,7 +115,7 @@ class CollectionLoop:
             self._last_error[key] = None
             if previous not in (None, "never polled"):
                 log.info("%s/%s (%s) recovered", key.cluster, key.broker, key.source)
-            return SourceResult(key, True, duration, now, **reading)  # type: ignore[arg-type]
+            return SourceResult(key, True, duration, now, jmx=jmx)
         self._errors_total[(key, error.reason)] = self._errors_total.get((key, error.reason), 0) + 1
         # One line per change of state: a broker that stays down must not flood the log every cycle.
         if previous != error.reason:

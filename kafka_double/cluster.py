@@ -82,9 +82,12 @@ class DoubleCluster:
             get_release(b.release)  # fail early with the list of known releases
             for lst in b.listeners:
                 if lst.security_protocol != "PLAINTEXT":
-                    # The wire path is protocol-agnostic (ListenerSpec carries it into the request log);
-                    # TLS and the SASL handshake are simply not written yet.
-                    raise NotImplementedError(f"listener {lst.name}: only PLAINTEXT is emulated so far")
+                    # The wire path is protocol-agnostic (ListenerSpec carries it into the request log), but
+                    # the double has no TLS or SASL handshake (yet): refuse rather than pretend.
+                    raise ValueError(
+                        f"listener {lst.name}: security_protocol {lst.security_protocol!r} is not emulated; "
+                        "allowed: 'PLAINTEXT'"
+                    )
         self.host = host
         self.cluster_id = cluster_id
         self.request_log_dir = Path(request_log_dir) if request_log_dir is not None else None
