@@ -62,7 +62,6 @@ class CollectionLoop:
         self._last_success: dict[SourceKey, float] = {}
         self._last_error: dict[SourceKey, str | None] = {}
         self._sequence = 0
-        self.snapshot: Snapshot | None = None
 
     # -- targets ---------------------------------------------------------------------------------------
 
@@ -160,7 +159,6 @@ class CollectionLoop:
             last_success=self._last_success,
             clusters=tuple(c.name for c in self._settings.clusters),
         )
-        self.snapshot = snapshot
         return snapshot
 
     def _forget_gone(self, current: set[SourceKey]) -> None:

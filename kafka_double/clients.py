@@ -20,7 +20,6 @@ import contextlib
 import functools
 import importlib.metadata
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -123,12 +122,6 @@ def _confluent_identity() -> ExpectedIdentity:
     own_version = own if isinstance(own, str) else own[0]
     librdkafka_version = confluent_kafka.libversion()[0]
     return ExpectedIdentity("confluent-kafka-python", f"{own_version}-rdkafka-{librdkafka_version}")
-
-
-def kafkajs_version() -> str:
-    """Version of the kafkajs package the node client loads (informational: kafkajs is recorded unknown)."""
-    data = json.loads((NODE_MODULES / "kafkajs" / "package.json").read_text())
-    return str(data["version"])
 
 
 def expected_identity(

@@ -301,7 +301,3 @@ class BrokerMetrics:
                 for info, count in proc.clients.values().items():
                     out[(proc.listener, pid, info.software_name, info.software_version)] = count
             return out
-
-    def deprecated_counts(self) -> dict[str, int]:
-        with self.lock:
-            return dict(self._deprecated_counts)

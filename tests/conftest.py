@@ -32,10 +32,3 @@ def silent_port() -> Iterator[int]:
     for conn in accepted:
         conn.close()
     server.close()
-
-
-def closed_port() -> int:
-    """A port nothing listens on (bound, read, released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
@@ -17,9 +17,8 @@ from exporter.exposition import render_snapshot
 from exporter.snapshot import Snapshot
 from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
-from kafka_double.mbean_host import MBeanHost
+from kafka_double.mbean_host import MBeanHost, free_port
 from kafka_double.raw_client import RawConnection
-from tests.conftest import closed_port
 
 pytestmark = pytest.mark.slow
 
@@ -77,14 +76,6 @@ def client_series(series: dict, **match: str) -> dict[tuple[str, str, str, str],
                 )
             ] = value
     return out
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def test_kcat_appears_with_exact_labels_and_disappears_after_disconnect(cluster: DoubleCluster) -> None:
@@ -294,7 +285,7 @@ def test_brokers_discovered_from_metadata(mbean_host: MBeanHost) -> None:
 
 def test_failed_discovery_is_reported_not_fatal() -> None:
     settings = Settings(
-        clusters=[{"name": "gone", "bootstrap_servers": [f"127.0.0.1:{closed_port()}"], "jmx": {"port": 9999}}],
+        clusters=[{"name": "gone", "bootstrap_servers": [f"127.0.0.1:{free_port()}"], "jmx": {"port": 9999}}],
         collection={"discovery_timeout_seconds": 2},
     )
     started = time.monotonic()

@@ -10,7 +10,7 @@ import pytest
 from exporter.collection import CollectionLoop
 from exporter.config import Settings
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
-from tests.conftest import closed_port
+from kafka_double.mbean_host import free_port
 
 pytestmark = pytest.mark.slow
 JAVA = JavaRuntime("java", ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))
@@ -32,7 +32,7 @@ def test_silent_endpoint_is_cut_at_the_deadline(silent_port: int) -> None:
 
 def test_closed_port_is_a_connection_error() -> None:
     with pytest.raises(JmxError) as excinfo:
-        asyncio.run(read_broker(JmxTarget(url(closed_port()), "u", "pw-123"), JAVA, deadline_seconds=10))
+        asyncio.run(read_broker(JmxTarget(url(free_port()), "u", "pw-123"), JAVA, deadline_seconds=10))
     assert excinfo.value.reason == "connection"
     assert "Connection refused" in str(excinfo.value)
     assert "pw-123" not in str(excinfo.value)
@@ -47,7 +47,7 @@ def test_missing_java_is_reported() -> None:
 def test_loop_survives_repeated_event_loops_under_contention() -> None:
     """One CollectionLoop driven by several asyncio.run calls, with more brokers than slots (a regression:
     a semaphore created once belonged to the first event loop and hung the second cycle)."""
-    brokers = [{"id": i, "jmx_url": url(closed_port())} for i in range(4)]
+    brokers = [{"id": i, "jmx_url": url(free_port())} for i in range(4)]
     settings = Settings(clusters=[{"name": "c", "brokers": brokers}], collection={"max_concurrency": 1})
     loop = CollectionLoop(settings)
     for _ in range(2):

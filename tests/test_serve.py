@@ -16,7 +16,6 @@ from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.mbean_host import free_port
-from tests.conftest import closed_port
 
 pytestmark = pytest.mark.slow
 EXPORTER = [sys.executable, "-m", "exporter"]
@@ -73,7 +72,7 @@ def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp
 
 
 def test_collect_once_prints_and_fails_only_when_every_broker_fails(double: DoubleCluster, tmp_path: Path) -> None:
-    dead = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{closed_port()}/jmxrmi"
+    dead = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{free_port()}/jmxrmi"
     config = config_for(tmp_path, {1: double.broker(1).jmx_url, 9: dead})
     run = subprocess.run(
         [*EXPORTER, "collect-once", "--config", str(config)], capture_output=True, text=True, timeout=60
