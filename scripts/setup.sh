@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the demo and the tests need on a fresh Debian machine, and nothing twice:
-# system packages (kcat, a JDK, Node.js), the project venv in .venv, and the Node clients.
+# system packages (kcat, a JDK, Node.js), the project venv in .venv, and the Node clients; then each
+# scripts/setup.d/*.sh fragment (one per tool family: Prometheus, helm, browsers...), in name order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +24,7 @@ stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   log=$(mktemp)
   # Quiet on success (setuptools' editable-install warnings are noise); the whole log on failure.
-  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[test]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[test,inventory]'; } >"$log" 2>&1; then
     cat "$log" >&2
     exit 1
   fi
@@ -34,3 +35,9 @@ fi
 if [ ! -d kafka_double/node/node_modules/kafkajs ]; then
   npm install --silent --no-audit --no-fund --prefix kafka_double/node >/dev/null
 fi
+
+for fragment in scripts/setup.d/*.sh; do
+  [ -e "$fragment" ] || continue
+  # shellcheck source=/dev/null
+  . "$fragment"
+done
