@@ -14,16 +14,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from exporter.config import ClusterConfig, Settings
-from exporter.snapshot import JmxReading, Snapshot, SourceKey, SourceResult
-from exporter.sources.discovery import BrokerDiscovery, DiscoveredBroker, DiscoveryError
+from exporter.snapshot import BrokerFacts, ClientMetricsReading, JmxReading, Snapshot, SourceKey, SourceResult
+from exporter.sources.broker_protocol import key74_support, read_broker_facts, read_client_metrics
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
+from exporter.sources.kafka_session import BrokerAddress, KafkaSession, ProtocolError
 
 log = logging.getLogger(__name__)
 
 SOURCE_JMX = "jmx"
 SOURCE_DISCOVERY = "discovery"
-# Discovery is a cluster-level source; it is reported under this pseudo broker label.
-DISCOVERY_BROKER = "bootstrap"
+SOURCE_API_VERSIONS = "api_versions"
+SOURCE_CLIENT_METRICS = "client_metrics"
+# Cluster-level sources (metadata, client-metrics subscriptions) are reported under this pseudo broker.
+CLUSTER_BROKER = "bootstrap"
+# A broker that drops out of the metadata (killed, fenced) keeps being polled, and reported down, this
+# long after its last successful poll; after that it is taken as decommissioned and its series go.
+FORGET_ABSENT_BROKER_SECONDS = 600.0
 
 
 def jmx_url_for(host: str, port: int) -> str:
@@ -39,6 +45,16 @@ class BrokerTarget:
     jmx: JmxTarget
 
 
+@dataclass
+class _KnownBroker:
+    address: BrokerAddress
+    last_seen: float  # monotonic time it was last in the metadata or answered
+
+
+async def _no_results() -> list[SourceResult]:
+    return []
+
+
 class CollectionLoop:
     def __init__(
         self,
@@ -50,14 +66,12 @@ class CollectionLoop:
         self._publish = publish
         self._clock = clock
         self._java = JavaRuntime(settings.java.path, tuple(settings.java.options))
-        self._discovery = {
-            cluster.name: BrokerDiscovery(
-                cluster.name, cluster.bootstrap_servers, settings.collection.discovery_timeout_seconds
-            )
-            for cluster in settings.clusters
-            if cluster.brokers is None
-        }
-        self._last_discovered: dict[str, list[DiscoveredBroker]] = {}
+        timeout = settings.collection.protocol_timeout_seconds
+        assert timeout is not None  # resolved by CollectionConfig
+        self._sessions = {c.name: KafkaSession(c, timeout) for c in settings.clusters if c.polls_protocol}
+        self._known: dict[str, dict[int, _KnownBroker]] = {name: {} for name in self._sessions}
+        # The highest ApiVersions version each broker advertised last time: where the next poll starts.
+        self._api_versions_start: dict[tuple[str, int], int] = {}
         self._errors_total: dict[tuple[SourceKey, str], int] = {}
         self._last_success: dict[SourceKey, float] = {}
         self._last_error: dict[SourceKey, str | None] = {}
@@ -65,46 +79,60 @@ class CollectionLoop:
 
     # -- targets ---------------------------------------------------------------------------------------
 
-    def _configured_targets(self, cluster: ClusterConfig) -> list[BrokerTarget]:
+    def _jmx_targets(self, cluster: ClusterConfig, brokers: list[BrokerAddress]) -> list[BrokerTarget]:
+        """Listed brokers with their JMX endpoints, or the metadata's brokers at jmx.port."""
         username, password = cluster.credentials()
         port = cluster.jmx.port if cluster.jmx else None
-        targets = []
-        for broker in cluster.brokers or ():
-            url = broker.jmx_url or jmx_url_for(broker.host or "", port or 0)
-            targets.append(BrokerTarget(cluster.name, str(broker.id), JmxTarget(url, username, password)))
-        return targets
-
-    async def _discovered_targets(self, cluster: ClusterConfig) -> tuple[list[BrokerTarget], SourceResult]:
-        key = SourceKey(cluster.name, DISCOVERY_BROKER, SOURCE_DISCOVERY)
-        started = time.monotonic()
-        try:
-            brokers = await asyncio.wait_for(
-                asyncio.to_thread(self._discovery[cluster.name].brokers),
-                self._settings.collection.discovery_timeout_seconds + 1,
-            )
-            self._last_discovered[cluster.name] = brokers
-            result = self._result(key, started, None)
-        except (DiscoveryError, TimeoutError) as exc:
-            # Keep polling the brokers we knew: JMX may well work while the Kafka listener does not.
-            brokers = self._last_discovered.get(cluster.name, [])
-            error = (
-                exc
-                if isinstance(exc, DiscoveryError)
-                else DiscoveryError("timeout", f"cluster {cluster.name}: broker discovery timed out")
-            )
-            result = self._result(key, started, error)
-        username, password = cluster.credentials()
-        port = cluster.jmx.port if cluster.jmx else 0
-        targets = [
-            BrokerTarget(cluster.name, str(b.id), JmxTarget(jmx_url_for(b.host, port or 0), username, password))
+        if cluster.brokers is not None:
+            return [
+                BrokerTarget(
+                    cluster.name,
+                    str(b.id),
+                    JmxTarget(b.jmx_url or jmx_url_for(b.host or "", port or 0), username, password),
+                )
+                for b in cluster.brokers
+            ]
+        if port is None:
+            return []
+        return [
+            BrokerTarget(cluster.name, str(b.node_id), JmxTarget(jmx_url_for(b.host, port), username, password))
             for b in brokers
         ]
-        return targets, result
+
+    async def _metadata(self, cluster: ClusterConfig) -> tuple[list[BrokerAddress], SourceResult]:
+        """The brokers to poll: those in the metadata now, plus those that left it recently (so a dead
+        broker shows as down instead of vanishing). On failure, the brokers known before."""
+        key = SourceKey(cluster.name, CLUSTER_BROKER, SOURCE_DISCOVERY)
+        known = self._known[cluster.name]
+        started = time.monotonic()
+        try:
+            current = await self._sessions[cluster.name].brokers()
+        except ProtocolError as error:
+            return [k.address for k in known.values()], self._result(key, started, error)
+        now = time.monotonic()
+        for address in current:
+            known[address.node_id] = _KnownBroker(address, now)
+        for node_id in [n for n, k in known.items() if now - k.last_seen > FORGET_ABSENT_BROKER_SECONDS]:
+            log.info(
+                "%s: broker %s left the metadata %.0f s ago; no longer polled",
+                cluster.name,
+                node_id,
+                now - known[node_id].last_seen,
+            )
+            del known[node_id]
+        return [known[n].address for n in sorted(known)], self._result(key, started, None)
 
     # -- one cycle -------------------------------------------------------------------------------------
 
     def _result(
-        self, key: SourceKey, started: float, error: JmxError | DiscoveryError | None, jmx: JmxReading | None = None
+        self,
+        key: SourceKey,
+        started: float,
+        error: JmxError | ProtocolError | None,
+        *,
+        jmx: JmxReading | None = None,
+        broker: BrokerFacts | None = None,
+        client_metrics: ClientMetricsReading | None = None,
     ) -> SourceResult:
         now = self._clock()
         duration = time.monotonic() - started
@@ -114,7 +142,7 @@ class CollectionLoop:
             self._last_error[key] = None
             if previous not in (None, "never polled"):
                 log.info("%s/%s (%s) recovered", key.cluster, key.broker, key.source)
-            return SourceResult(key, True, duration, now, jmx=jmx)
+            return SourceResult(key, True, duration, now, jmx=jmx, broker=broker, client_metrics=client_metrics)
         self._errors_total[(key, error.reason)] = self._errors_total.get((key, error.reason), 0) + 1
         # One line per change of state: a broker that stays down must not flood the log every cycle.
         if previous != error.reason:
@@ -134,23 +162,63 @@ class CollectionLoop:
                 return self._result(key, started, error)
         return self._result(key, started, None, jmx=reading)
 
+    async def _poll_api_versions(self, cluster: str, broker: BrokerAddress) -> SourceResult:
+        key = SourceKey(cluster, str(broker.node_id), SOURCE_API_VERSIONS)
+        started = time.monotonic()
+        start_version = self._api_versions_start.get((cluster, broker.node_id), 99)
+        try:
+            facts = await self._sessions[cluster].call(read_broker_facts, broker.node_id, broker.host, start_version)
+        except ProtocolError as error:
+            return self._result(key, started, error)
+        own = facts.api(18)
+        if own is not None:
+            self._api_versions_start[(cluster, broker.node_id)] = own.max_version
+        known = self._known[cluster].get(broker.node_id)
+        if known is not None:
+            known.last_seen = time.monotonic()
+        return self._result(key, started, None, broker=facts)
+
+    async def _poll_client_metrics(self, cluster: str, brokers: list[SourceResult]) -> SourceResult | None:
+        """Ask the broker that serves the highest key-74 version (brokers differ during an upgrade)."""
+        answered = [r for r in brokers if r.ok and r.broker is not None]
+        if not answered:
+            return None  # nothing known about the cluster this cycle; the broker results say why
+        chosen = max(answered, key=lambda r: (key74_support(r.broker)[::-1], r.key.broker))  # type: ignore[arg-type]
+        key = SourceKey(cluster, CLUSTER_BROKER, SOURCE_CLIENT_METRICS)
+        started = time.monotonic()
+        try:
+            reading = await self._sessions[cluster].call(read_client_metrics, int(chosen.key.broker), chosen.broker)
+        except ProtocolError as error:
+            return self._result(key, started, error)
+        return self._result(key, started, None, client_metrics=reading)
+
+    async def _poll_protocol(self, cluster: ClusterConfig, brokers: list[BrokerAddress]) -> list[SourceResult]:
+        results = list(await asyncio.gather(*(self._poll_api_versions(cluster.name, b) for b in brokers)))
+        client_metrics = await self._poll_client_metrics(cluster.name, results)
+        return results + ([client_metrics] if client_metrics is not None else [])
+
+    async def _poll_cluster(self, cluster: ClusterConfig, slots: asyncio.Semaphore) -> list[SourceResult]:
+        results: list[SourceResult] = []
+        brokers: list[BrokerAddress] = []
+        if cluster.polls_protocol:
+            brokers, metadata = await self._metadata(cluster)
+            results.append(metadata)
+        targets = self._jmx_targets(cluster, brokers) if cluster.polls_jmx else []
+        protocol_results, jmx_results = await asyncio.gather(
+            self._poll_protocol(cluster, brokers) if cluster.polls_protocol else _no_results(),
+            asyncio.gather(*(self._poll_jmx(t, slots) for t in targets)),
+        )
+        return results + protocol_results + list(jmx_results)
+
     async def run_cycle(self) -> Snapshot:
         started = time.monotonic()
-        results: list[SourceResult] = []
-        targets: list[BrokerTarget] = []
-        discovery = [self._discovered_targets(c) for c in self._settings.clusters if c.brokers is None]
-        for cluster_targets, discovery_result in await asyncio.gather(*discovery):
-            targets += cluster_targets
-            results.append(discovery_result)
-        for cluster in self._settings.clusters:
-            if cluster.brokers is not None:
-                targets += self._configured_targets(cluster)
         # Made per cycle: an asyncio primitive belongs to the event loop that first waits on it.
         slots = asyncio.Semaphore(self._settings.collection.max_concurrency)
-        results += await asyncio.gather(*(self._poll_jmx(t, slots) for t in targets))
+        per_cluster = await asyncio.gather(*(self._poll_cluster(c, slots) for c in self._settings.clusters))
+        results = [r for cluster_results in per_cluster for r in cluster_results]
         self._forget_gone({r.key for r in results})
         self._sequence += 1
-        snapshot = Snapshot(
+        return Snapshot(
             sequence=self._sequence,
             taken_at=self._clock(),
             cycle_duration_seconds=time.monotonic() - started,
@@ -158,8 +226,8 @@ class CollectionLoop:
             errors_total=self._errors_total,
             last_success=self._last_success,
             clusters=tuple(c.name for c in self._settings.clusters),
+            interval_seconds=self._settings.collection.interval_seconds,
         )
-        return snapshot
 
     def _forget_gone(self, current: set[SourceKey]) -> None:
         """Drop counters of brokers that left the cluster, or they would linger as stale series."""
@@ -189,5 +257,5 @@ class CollectionLoop:
                     await asyncio.wait_for(stop.wait(), remaining)
 
     def close(self) -> None:
-        for discovery in self._discovery.values():
-            discovery.close()
+        for session in self._sessions.values():
+            session.close()

@@ -7,6 +7,7 @@ inline, or as `*_file` paths whose content is read at start-up (Kubernetes Secre
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -45,17 +46,42 @@ def _read_secret_file(path: Path | None, field: str) -> SecretStr | None:
         raise ValueError(f"{field}: cannot read {path}: {exc.strerror}") from None
 
 
-class JmxCredentials(_Strict):
-    username: str | None = None
+def _read_secret_env(name: str | None, field: str) -> SecretStr | None:
+    if name is None:
+        return None
+    value = os.environ.get(name)
+    if value is None:
+        raise ValueError(f"{field}: environment variable {name} is not set")
+    return SecretStr(value)
+
+
+class _Password(_Strict):
+    """A password given inline, as a file (Kubernetes Secret mounts) or as an environment variable name."""
+
     password: SecretStr | None = None
-    password_file: Path | None = Field(default=None, description="file holding the JMX password")
+    password_file: Path | None = Field(default=None, description="file holding the password")
+    password_env: str | None = Field(default=None, description="environment variable holding the password")
 
     @model_validator(mode="after")
-    def _load_password_file(self) -> JmxCredentials:
-        if self.password is not None and self.password_file is not None:
-            raise ValueError("give either password or password_file, not both")
+    def _resolve_password(self) -> _Password:
+        given = [name for name in ("password", "password_file", "password_env") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of password, password_file, password_env; got {', '.join(given)}")
         if self.password_file is not None:
             object.__setattr__(self, "password", _read_secret_file(self.password_file, "password_file"))
+        if self.password_env is not None:
+            object.__setattr__(self, "password", _read_secret_env(self.password_env, "password_env"))
+        return self
+
+    def secret(self) -> str | None:
+        return self.password.get_secret_value() if self.password is not None else None
+
+
+class JmxCredentials(_Password):
+    username: str | None = None
+
+    @model_validator(mode="after")
+    def _password_needs_user(self) -> JmxCredentials:
         if self.password is not None and not self.username:
             raise ValueError("a JMX password needs a username")
         return self
@@ -83,9 +109,92 @@ class BrokerConfig(_Strict):
         return value
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
+
+
+class SaslConfig(_Password):
+    """SASL for the Kafka protocol; kafka-python runs the mechanism."""
+
+    mechanism: SaslMechanism
+    username: str | None = None
+    # OAUTHBEARER: a file holding the current token, re-read for every new connection so that a sidecar
+    # (or a projected service-account token) can refresh it.
+    token_file: Path | None = None
+    kerberos_service_name: str = "kafka"
+    kerberos_domain_name: str | None = None
+
+    @model_validator(mode="after")
+    def _mechanism_inputs(self) -> SaslConfig:
+        if self.mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            if not self.username or self.password is None:
+                raise ValueError(
+                    f"mechanism {self.mechanism} needs username and a password (password, password_file or "
+                    "password_env)"
+                )
+        elif self.mechanism == "OAUTHBEARER":
+            if self.token_file is None:
+                raise ValueError("mechanism OAUTHBEARER needs token_file (a file holding the bearer token)")
+            if not self.token_file.is_file():
+                raise ValueError(f"token_file {self.token_file} does not exist or is not a file")
+        elif self.mechanism == "GSSAPI":
+            try:
+                import gssapi  # noqa: F401  (kafka-python's GSSAPI mechanism needs it)
+            except ImportError:
+                raise ValueError(
+                    "mechanism GSSAPI needs the Python package 'gssapi' (pip install gssapi) and a Kerberos "
+                    "ticket or keytab"
+                ) from None
+        return self
+
+
+class TlsConfig(_Strict):
+    ca_file: Path | None = Field(default=None, description="CA bundle to verify the brokers; system CAs if unset")
+    cert_file: Path | None = Field(default=None, description="client certificate (mutual TLS)")
+    key_file: Path | None = None
+    key_password: SecretStr | None = None
+    key_password_file: Path | None = None
+    crl_file: Path | None = None
+    check_hostname: bool = True
+
+    @model_validator(mode="after")
+    def _files(self) -> TlsConfig:
+        for name in ("ca_file", "cert_file", "key_file", "crl_file"):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name} {path} does not exist or is not a file")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (mutual TLS)")
+        if self.key_password is not None and self.key_password_file is not None:
+            raise ValueError("give either key_password or key_password_file, not both")
+        if self.key_password_file is not None:
+            object.__setattr__(self, "key_password", _read_secret_file(self.key_password_file, "key_password_file"))
+        return self
+
+
+class KafkaSecurity(_Strict):
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl: SaslConfig | None = None
+    tls: TlsConfig | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KafkaSecurity:
+        uses_sasl = self.protocol.startswith("SASL_")
+        if uses_sasl and self.sasl is None:
+            raise ValueError(f"protocol {self.protocol} needs a sasl section (mechanism and credentials)")
+        if not uses_sasl and self.sasl is not None:
+            raise ValueError(f"a sasl section needs protocol SASL_PLAINTEXT or SASL_SSL, not {self.protocol}")
+        if self.tls is not None and not self.protocol.endswith("SSL"):
+            raise ValueError(f"a tls section needs protocol SSL or SASL_SSL, not {self.protocol}")
+        return self
+
+
 class ClusterConfig(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+    # Polled over the Kafka protocol (metadata, ApiVersions, client-metrics subscriptions) when given.
     bootstrap_servers: list[str] = Field(default_factory=list)
+    security: KafkaSecurity = KafkaSecurity()
+    # Polled over JMX (connected clients) when given.
     jmx: ClusterJmx | None = None
     brokers: list[BrokerConfig] | None = None
 
@@ -99,16 +208,19 @@ class ClusterConfig(_Strict):
         return servers
 
     @model_validator(mode="after")
-    def _jmx_reachable(self) -> ClusterConfig:
+    def _something_to_poll(self) -> ClusterConfig:
         jmx_port = self.jmx.port if self.jmx else None
         if self.brokers is None:
-            if jmx_port is None:
+            if not self.bootstrap_servers:
                 raise ValueError(
-                    "no JMX endpoint: set jmx.port (brokers are then discovered from bootstrap_servers) "
+                    "nothing to poll: give bootstrap_servers (Kafka protocol; brokers are discovered from "
+                    "metadata) or list brokers with a jmx_url each"
+                )
+            if self.jmx is not None and jmx_port is None:
+                raise ValueError(
+                    "jmx is set but has no port: set jmx.port (brokers are discovered from bootstrap_servers) "
                     "or list brokers with a jmx_url each"
                 )
-            if not self.bootstrap_servers:
-                raise ValueError("broker discovery needs bootstrap_servers (or list brokers explicitly)")
             return self
         ids = [broker.id for broker in self.brokers]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -122,31 +234,45 @@ class ClusterConfig(_Strict):
     def credentials(self) -> tuple[str | None, str | None]:
         if self.jmx is None:
             return None, None
-        password = self.jmx.password.get_secret_value() if self.jmx.password else None
-        return self.jmx.username, password
+        return self.jmx.username, self.jmx.secret()
+
+    @property
+    def polls_jmx(self) -> bool:
+        return self.jmx is not None or self.brokers is not None
+
+    @property
+    def polls_protocol(self) -> bool:
+        return bool(self.bootstrap_servers)
 
 
 class WebConfig(_Strict):
     host: str = "0.0.0.0"
     port: int = Field(default=9784, ge=1, le=65535)
+    config_file: Path | None = Field(
+        default=None, description="exporter-toolkit web config (TLS, basic auth); --web.config.file overrides it"
+    )
 
 
 class CollectionConfig(_Strict):
     interval_seconds: float = Field(default=30.0, gt=0, le=3600)
     max_concurrency: int = Field(default=8, ge=1, le=256, description="JMX calls (JVMs) running at once")
     jmx_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
-    discovery_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    # Per Kafka request and per bootstrap (metadata, ApiVersions, ListConfigResources, DescribeConfigs);
+    # unset: 10 s, or the interval when that is shorter.
+    protocol_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
     network_processor_label: bool = Field(
         default=False, description="keep the networkProcessor tag as a label instead of summing over it"
     )
 
     @model_validator(mode="after")
     def _deadline_fits_interval(self) -> CollectionConfig:
-        if self.jmx_timeout_seconds > self.interval_seconds:
-            raise ValueError(
-                f"jmx_timeout_seconds ({self.jmx_timeout_seconds}) must not exceed "
-                f"interval_seconds ({self.interval_seconds})"
-            )
+        if self.protocol_timeout_seconds is None:
+            object.__setattr__(self, "protocol_timeout_seconds", min(10.0, self.interval_seconds))
+        for name in ("jmx_timeout_seconds", "protocol_timeout_seconds"):
+            if getattr(self, name) > self.interval_seconds:
+                raise ValueError(
+                    f"{name} ({getattr(self, name)}) must not exceed interval_seconds ({self.interval_seconds})"
+                )
         return self
 
 
@@ -259,7 +385,7 @@ def format_validation_error(exc: ValidationError, path: Path | None) -> str:
             if error["type"] in ("missing", "extra_forbidden") or isinstance(value, dict | list)
             else (f" (got {value!r})")
         )
-        if "password" in location:
+        if "password" in location or "token" in location:
             shown = ""
         lines.append(f"  {location}: {message}{shown}")
     lines.append(f"Environment variables {ENV_PREFIX}* override the file (nested keys joined with '__').")

@@ -34,6 +34,8 @@ class SnapshotCollector(Collector):
         if self._snapshot is None:
             return
         yield from self._client_families(self._snapshot)
+        yield from self._broker_families(self._snapshot)
+        yield from self._client_metrics_families(self._snapshot)
         yield from self._health_families(self._snapshot)
 
     def _client_families(self, snapshot: Snapshot) -> Iterator[Metric]:
@@ -100,6 +102,85 @@ class SnapshotCollector(Collector):
         yield deprecated
         yield suite_full
 
+    def _broker_families(self, snapshot: Snapshot) -> Iterator[Metric]:
+        labels = ["cluster", "broker", "api"]
+        api_min = GaugeMetricFamily(
+            "kafka_broker_api_version_min",
+            "Lowest version of each API the broker advertises in ApiVersions (KIP-35/KIP-511).",
+            labels=labels,
+        )
+        api_max = GaugeMetricFamily(
+            "kafka_broker_api_version_max",
+            "Highest version of each API the broker advertises in ApiVersions (KIP-35/KIP-511).",
+            labels=labels,
+        )
+        info = GaugeMetricFamily(
+            "kafka_broker_info",
+            "Broker facts from ApiVersions; always 1. inferred_release is the oldest Kafka release whose API "
+            "specs match the advertised ranges (a lower bound: releases with identical specs cannot be told "
+            "apart), or unknown.",
+            labels=["cluster", "broker", "host", "inferred_release"],
+        )
+        finalized = GaugeMetricFamily(
+            "kafka_broker_finalized_feature_level",
+            "Finalized (cluster-wide) max level of each KIP-584 feature, e.g. metadata.version, from ApiVersions "
+            "v3+ tagged field FinalizedFeatures.",
+            labels=["cluster", "broker", "feature"],
+        )
+        supported = GaugeMetricFamily(
+            "kafka_broker_supported_feature_max_level",
+            "Highest level of each KIP-584 feature this broker supports, from ApiVersions v3+ tagged field "
+            "SupportedFeatures.",
+            labels=["cluster", "broker", "feature"],
+        )
+        for result in snapshot.results:
+            facts = result.broker
+            if not result.ok or facts is None:
+                continue
+            cluster, broker = result.key.cluster, result.key.broker
+            info.add_metric([cluster, broker, facts.host, facts.inferred_release], 1)
+            for api in facts.apis:
+                api_min.add_metric([cluster, broker, api.name], api.min_version)
+                api_max.add_metric([cluster, broker, api.name], api.max_version)
+            for feature in facts.finalized_features:
+                finalized.add_metric([cluster, broker, feature.name], feature.max_version)
+            for feature in facts.supported_features:
+                supported.add_metric([cluster, broker, feature.name], feature.max_version)
+        yield from (info, api_min, api_max, finalized, supported)
+
+    def _client_metrics_families(self, snapshot: Snapshot) -> Iterator[Metric]:
+        count = GaugeMetricFamily(
+            "kafka_client_metrics_subscriptions",
+            "KIP-714 client-metrics subscriptions in the cluster, listed with ListClientMetricsResources / "
+            "ListConfigResources (key 74).",
+            labels=["cluster"],
+        )
+        subscription = GaugeMetricFamily(
+            "kafka_client_metrics_subscription_info",
+            "One client-metrics subscription (DescribeConfigs of CLIENT_METRICS); always 1. Its metrics and match "
+            "lists are on the landing page and at /api/client-metrics.",
+            labels=["cluster", "name", "interval_ms"],
+        )
+        supported = GaugeMetricFamily(
+            "kafka_client_exporter_api_supported",
+            "1 when the cluster's brokers serve this API: ListClientMetricsResources is key 74 v0 (3.7+), "
+            "ListConfigResources key 74 v1 (4.1+).",
+            labels=["cluster", "api"],
+        )
+        for result in snapshot.results:
+            reading = result.client_metrics
+            if not result.ok or reading is None:
+                continue
+            cluster = result.key.cluster
+            supported.add_metric([cluster, "ListClientMetricsResources"], int(reading.list_v0_supported))
+            supported.add_metric([cluster, "ListConfigResources"], int(reading.list_v1_supported))
+            if reading.api_used is None:
+                continue  # a broker older than 3.7 has no subscriptions to count
+            count.add_metric([cluster], len(reading.subscriptions))
+            for sub in reading.subscriptions:
+                subscription.add_metric([cluster, sub.name, str(sub.interval_ms)], 1)
+        yield from (count, subscription, supported)
+
     def _health_families(self, snapshot: Snapshot) -> Iterator[Metric]:
         labels = ["cluster", "broker", "source"]
         up = GaugeMetricFamily(
@@ -118,8 +199,8 @@ class SnapshotCollector(Collector):
             duration.add_metric(values, result.duration_seconds)
         errors = CounterMetricFamily(
             "kafka_client_exporter_errors",
-            "Failed polls by reason (timeout, connection, authentication, jmx_error, invalid_response, discovery, "
-            "java_not_found).",
+            "Failed polls by reason (timeout, connection, authentication, authorization, jmx_error, "
+            "invalid_response, java_not_found, protocol).",
             labels=[*labels, "reason"],
         )
         for (key, reason), count in sorted(snapshot.errors_total.items()):
@@ -145,4 +226,10 @@ class SnapshotCollector(Collector):
             "kafka_client_exporter_cycle_duration_seconds",
             "Wall time of the last complete collection cycle over all clusters and brokers.",
             value=snapshot.cycle_duration_seconds,
+        )
+        yield GaugeMetricFamily(
+            "kafka_client_exporter_collection_interval_seconds",
+            "Configured pause between the starts of two collection cycles; a cycle_duration_seconds above it "
+            "means collection cannot keep up.",
+            value=snapshot.interval_seconds,
         )

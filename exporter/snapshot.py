@@ -58,6 +58,60 @@ class JmxReading:
     suites: tuple[ProcessorSuite, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ApiRange:
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureRange:
+    """A KIP-584 feature: supported [min, max] versions, or finalized [min, max] levels."""
+
+    name: str
+    min_version: int
+    max_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerFacts:
+    """What one broker's ApiVersions response says about it (KIP-35, KIP-511, KIP-584)."""
+
+    host: str
+    request_version: int  # the ApiVersions version finally answered
+    versions_tried: tuple[int, ...]  # the KIP-511 fallback path, e.g. (4, 0, 2) on a 2.3 broker
+    apis: tuple[ApiRange, ...]
+    supported_features: tuple[FeatureRange, ...]
+    finalized_features: tuple[FeatureRange, ...]
+    finalized_features_epoch: int
+    inferred_release: str
+
+    def api(self, api_key: int) -> ApiRange | None:
+        return next((a for a in self.apis if a.api_key == api_key), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A KIP-714 client-metrics subscription (ConfigResource type CLIENT_METRICS)."""
+
+    name: str
+    interval_ms: int
+    metrics: tuple[str, ...]
+    match: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientMetricsReading:
+    # Which key-74 variants the chosen broker serves: v0 (ListClientMetricsResources, 3.7+) and
+    # v1 (ListConfigResources, 4.1+); ``api_used`` is None when neither is served.
+    list_v0_supported: bool
+    list_v1_supported: bool
+    api_used: str | None
+    subscriptions: tuple[Subscription, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class SourceKey:
     cluster: str
@@ -76,6 +130,8 @@ class SourceResult:
     error_reason: str | None = None
     error_message: str | None = None
     jmx: JmxReading | None = None
+    broker: BrokerFacts | None = None
+    client_metrics: ClientMetricsReading | None = None
 
 
 def _frozen(mapping: Mapping) -> Mapping:
@@ -94,6 +150,7 @@ class Snapshot:
     errors_total: Mapping[tuple[SourceKey, str], int] = field(default_factory=dict)
     last_success: Mapping[SourceKey, float] = field(default_factory=dict)
     clusters: tuple[str, ...] = ()
+    interval_seconds: float = 0.0  # the configured collection interval, to judge cycle_duration_seconds by
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors_total", _frozen(self.errors_total))

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from .client_metrics import ClusterConfigState
 from .mbean_host import MBeanHost, free_ports
 from .registry import BrokerMetrics, GaugeSink
 from .releases import Release, get_release
@@ -73,25 +74,23 @@ class DoubleCluster:
         request_log_dir: Path | None = None,
         topics: dict[str, int] | None = None,
         mbean_host: JmxHost | None = None,
+        sasl_users: dict[str, str] | None = None,
     ) -> None:
+        """``sasl_users`` (name -> password) is the credential store of every SASL listener, for PLAIN
+        and SCRAM alike (Kafka keeps them in JAAS and in SCRAM credentials; one table is enough here)."""
         if not brokers:
             raise ValueError("a cluster needs at least one broker")
         if len({b.id for b in brokers}) != len(brokers):
             raise ValueError("broker ids must be unique")
         for b in brokers:
             get_release(b.release)  # fail early with the list of known releases
-            for lst in b.listeners:
-                if lst.security_protocol != "PLAINTEXT":
-                    # The wire path is protocol-agnostic (ListenerSpec carries it into the request log), but
-                    # the double has no TLS or SASL handshake (yet): refuse rather than pretend.
-                    raise ValueError(
-                        f"listener {lst.name}: security_protocol {lst.security_protocol!r} is not emulated; "
-                        "allowed: 'PLAINTEXT'"
-                    )
         self.host = host
         self.cluster_id = cluster_id
         self.request_log_dir = Path(request_log_dir) if request_log_dir is not None else None
         self.topics = dict(topics) if topics is not None else {"demo": 3}
+        self.sasl_users = dict(sasl_users or {})
+        # Client-metrics subscriptions and the DESCRIBE_CONFIGS ACL switch, shared by all brokers.
+        self.configs = ClusterConfigState()
         self._given_host = mbean_host
         self._jmx: JmxHost | None = mbean_host
         self._owns_jmx = mbean_host is None
@@ -222,6 +221,8 @@ class DoubleCluster:
                 metrics,
                 req_log,
                 spec.tls_cipher_gauges,
+                self.configs,
+                self.sasl_users,
             )
             self._run(server.start(), timeout)
             handle.metrics = metrics

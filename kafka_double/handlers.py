@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from kafka.protocol.api_message import ApiMessage
 
+from .client_metrics import ClusterConfigState
+from .config_handlers import describe_configs, list_config_resources
 from .registry import EMPTY_CLIENT, ClientInformation
 from .releases import Release
 from .topology import Topology
@@ -35,6 +37,9 @@ class HandlerContext:
     broker_id: int
     listener: str
     topology: Topology
+    configs: ClusterConfigState
+    # KafkaPrincipal of the connection: User:ANONYMOUS on PLAINTEXT, User:<name> after SASL.
+    principal: str = "User:ANONYMOUS"
 
 
 @dataclass
@@ -284,7 +289,9 @@ HANDLERS: dict[int, Handler] = {
     3: metadata,
     10: find_coordinator,
     22: init_producer_id,
+    32: describe_configs,
     60: describe_cluster,
+    74: list_config_resources,
 }
 
 

@@ -17,18 +17,39 @@ from dataclasses import dataclass, field
 
 from kafka.protocol.api_message import ApiMessage
 
+from .client_metrics import ClusterConfigState
 from .handlers import HandlerContext, api_versions, handler_for
 from .registry import BrokerMetrics, ChannelRegistry
 from .releases import Release
 from .request_log import CompletedRequest, RequestLog
-from .specs import ListenerSpec
+from .sasl_server import SASL_AUTHENTICATION_FAILED, SaslFailure, SaslSession
+from .specs import SASL_PROTOCOLS, ListenerSpec
 from .topology import Topology
-from .wire import API_VERSIONS, ProtocolError, RequestFrame, decode_body, encode_response, parse_request
+from .wire import (
+    API_VERSIONS,
+    ProtocolError,
+    RequestFrame,
+    decode_body,
+    encode_response,
+    parse_request,
+    response_class,
+)
 
 log = logging.getLogger("kafka_double")
 
 # socket.request.max.bytes default (100 MiB): larger frames make Kafka close the connection.
 MAX_REQUEST_BYTES = 104857600
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+
+
+@dataclass
+class _Dispatched:
+    request: ApiMessage | None
+    response: ApiMessage | None
+    api_name: str
+    close_after: bool = False  # Kafka closes the connection once this response is sent
+    logged: bool = True  # the SASL exchange runs in the authenticator, outside the request log
 
 
 @dataclass
@@ -59,6 +80,8 @@ class BrokerServer:
         metrics: BrokerMetrics,
         request_log: RequestLog | None,
         tls_cipher_gauges: bool,
+        configs: ClusterConfigState,
+        sasl_users: dict[str, str],
     ) -> None:
         self.broker_id = broker_id
         self.release = release
@@ -66,6 +89,8 @@ class BrokerServer:
         self.topology = topology
         self.metrics = metrics
         self.request_log = request_log
+        self.configs = configs
+        self.sasl_users = sasl_users
         ids = itertools.count()  # SocketServer.nextProcessorId: one counter across all listeners
         self.listeners: list[_Listener] = []
         for spec, port in listeners:
@@ -113,7 +138,12 @@ class BrokerServer:
         pid = lst.next_processor()
         channel = self.metrics.open_channel(pid)
         conn_id = self._connection_id(writer, pid)
-        ctx = HandlerContext(self.release, self.broker_id, lst.spec.name, self.topology)
+        ctx = HandlerContext(self.release, self.broker_id, lst.spec.name, self.topology, self.configs)
+        sasl = (
+            SaslSession(self.sasl_users, tuple(lst.spec.sasl_mechanisms))
+            if lst.spec.security_protocol in SASL_PROTOCOLS
+            else None
+        )
         try:
             while True:
                 size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
@@ -122,7 +152,7 @@ class BrokerServer:
                     break
                 frame = await reader.readexactly(size)
                 received = time.monotonic()
-                if not await self._handle(lst, ctx, channel, conn_id, writer, frame, received):
+                if not await self._handle(lst, ctx, channel, sasl, conn_id, writer, frame, received):
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # client went away (or the broker was killed)
@@ -147,6 +177,7 @@ class BrokerServer:
         lst: _Listener,
         ctx: HandlerContext,
         channel: ChannelRegistry,
+        sasl: SaslSession | None,
         conn_id: str,
         writer: asyncio.StreamWriter,
         frame: bytes,
@@ -159,17 +190,20 @@ class BrokerServer:
         info_before = channel.current
         try:
             req = parse_request(frame, self.release)
-            request, response, api_name = self._dispatch(ctx, channel, req)
+            dispatched = self._dispatch(ctx, channel, sasl, req)
         except ProtocolError as exc:
             log.warning(
                 "broker %s: closing connection %s (listener %s): %s", self.broker_id, conn_id, lst.spec.name, exc
             )
             return False
+        request, response, api_name = dispatched.request, dispatched.response, dispatched.api_name
         handled = time.monotonic()
         if response is not None:
             writer.write(encode_response(response, req.correlation_id))
             await writer.drain()
         sent = time.monotonic()
+        if not dispatched.logged:
+            return not dispatched.close_after
         if self.release.deprecated_metrics and self.release.is_deprecated(req.api_key, req.api_version):
             # RequestChannel.updateRequestMetrics marks DeprecatedRequestsPerSec (mbeans.md §3).
             self.metrics.mark_deprecated_request(api_name, req.api_version, info_before)
@@ -184,24 +218,27 @@ class BrokerServer:
                     listener=lst.spec.name,
                     security_protocol=lst.spec.security_protocol,
                     client_information=info_before,
+                    principal=ctx.principal,
                     received_at=received,
                     dequeued_at=dequeued,
                     handled_at=handled,
                     sent_at=sent,
                 )
             )
-        return True
+        return not dispatched.close_after
 
     def _dispatch(
-        self, ctx: HandlerContext, channel: ChannelRegistry, req: RequestFrame
-    ) -> tuple[ApiMessage | None, ApiMessage | None, str]:
+        self, ctx: HandlerContext, channel: ChannelRegistry, sasl: SaslSession | None, req: RequestFrame
+    ) -> _Dispatched:
         rng = self.release.api(req.api_key)
         if req.api_key == API_VERSIONS:
             assert rng is not None
             decision = api_versions(ctx, req, lambda: decode_body(req))
             if decision.register is not None:
                 channel.register_client_information(decision.register)
-            return decision.request_body, decision.response, rng.name
+            return _Dispatched(decision.request_body, decision.response, rng.name)
+        if sasl is not None and not sasl.authenticated:
+            return self._authenticate(ctx, sasl, req)
         if rng is None:
             # Kafka: an API key not enabled on this listener fails request parsing -> connection closed.
             raise ProtocolError(f"api key {req.api_key} is not advertised by emulated {self.release.version}")
@@ -209,4 +246,34 @@ class BrokerServer:
             # Unsupported version of a non-ApiVersions request: parse error -> connection closed.
             raise ProtocolError(f"{rng.name} v{req.api_version} is not supported by {self.release.version}")
         body = decode_body(req)
-        return body, handler_for(req.api_key)(ctx, req, body), rng.name
+        return _Dispatched(body, handler_for(req.api_key)(ctx, req, body), rng.name)
+
+    def _authenticate(self, ctx: HandlerContext, sasl: SaslSession, req: RequestFrame) -> _Dispatched:
+        """SaslServerAuthenticator: only SaslHandshake and SaslAuthenticate until the exchange succeeds."""
+        rng = self.release.api(req.api_key)
+        if rng is None or not rng.accepts(req.api_version) or req.api_key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            raise ProtocolError(f"Unexpected Kafka request of type {req.api_key} during SASL handshake")
+        body = decode_body(req)
+        resp_cls = response_class(req.api_key)
+        version = req.api_version
+        if req.api_key == SASL_HANDSHAKE:
+            if sasl.mechanism is not None:
+                raise ProtocolError("SaslHandshake received twice during SASL authentication")
+            error = sasl.handshake(body.mechanism)
+            response = resp_cls(version=version, error_code=error, mechanisms=list(sasl.enabled))
+            if version == 0 and not error:
+                # v0 is followed by unframed SASL tokens, which the double does not speak.
+                log.warning("broker %s: SaslHandshake v0 (unframed tokens) is not emulated", self.broker_id)
+                return _Dispatched(body, response, rng.name, close_after=True, logged=False)
+            return _Dispatched(body, response, rng.name, close_after=bool(error), logged=False)
+        try:
+            token = sasl.authenticate(bytes(body.auth_bytes))
+        except SaslFailure as failure:
+            response = resp_cls(
+                version=version, error_code=SASL_AUTHENTICATION_FAILED, error_message=str(failure), auth_bytes=b""
+            )
+            return _Dispatched(body, response, rng.name, close_after=True, logged=False)
+        if sasl.principal is not None:
+            ctx.principal = sasl.principal
+        response = resp_cls(version=version, error_code=0, error_message=None, auth_bytes=token, session_lifetime_ms=0)
+        return _Dispatched(body, response, rng.name, logged=False)

@@ -4,14 +4,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .sasl_server import MECHANISMS
+
+# What the double's listeners speak: no TLS (yet); SASL over plaintext with PLAIN and SCRAM.
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT",)
+
 
 @dataclass
 class ListenerSpec:
     name: str = "PLAINTEXT"
-    # Only PLAINTEXT is served today; the field exists so SASL/SSL can be added per listener later.
-    security_protocol: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"  # one of SECURITY_PROTOCOLS
     port: int = 0  # 0: pick a free port
     network_processors: int = 3  # Kafka's num.network.threads default is 3
+    # sasl.enabled.mechanisms of a SASL listener.
+    sasl_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-512")
+
+    def __post_init__(self) -> None:
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(
+                f"listener {self.name}: security_protocol {self.security_protocol!r} is not emulated; "
+                f"allowed: {', '.join(SECURITY_PROTOCOLS)}"
+            )
+        unknown = [m for m in self.sasl_mechanisms if m not in MECHANISMS]
+        if unknown:
+            raise ValueError(f"listener {self.name}: SASL mechanisms {unknown} are not emulated; allowed: {MECHANISMS}")
 
 
 def _default_listeners() -> list[ListenerSpec]:

@@ -73,7 +73,11 @@ def test_password_from_file_is_secret(tmp_path: Path) -> None:
         (VALID.replace("jmx: {port: 9999}", "jmx: {prot: 9999}"), "clusters.0.jmx.prot: unknown field; allowed:"),
         ("clusters: []\n", "clusters: List should have at least 1 item"),
         ("log_level: LOUD\n" + VALID, "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
-        ("clusters:\n  - name: x\n    bootstrap_servers: [a:1]\n", "no JMX endpoint: set jmx.port"),
+        (
+            "clusters:\n  - name: x\n    bootstrap_servers: [a:1]\n    jmx: {username: u}\n",
+            "jmx is set but has no port",
+        ),
+        ("clusters:\n  - name: x\n", "nothing to poll: give bootstrap_servers"),
         ("clusters: [\n", "is not valid YAML at line"),
         ("- just\n- a list\n", "must hold a mapping"),
     ],

@@ -164,9 +164,17 @@ def test_broker_2_4_has_no_client_series_and_no_error(mbean_host: MBeanHost) -> 
         client.wait_ready()
         old.sync()
         snapshot, series = collect(settings_for(old, [7], name="old"))
-    assert [r.ok for r in snapshot.results] == [True]
+    assert {(r.key.source, r.ok) for r in snapshot.results} == {
+        ("discovery", True),
+        ("api_versions", True),
+        ("client_metrics", True),
+        ("jmx", True),
+    }
     assert client_series(series) == {}
     assert not [k for k in series if k[0] == "kafka_client_exporter_errors_total"]
+    # No key 74 before 3.7: reported as unsupported, not as an error.
+    for api in ("ListClientMetricsResources", "ListConfigResources"):
+        assert series[("kafka_client_exporter_api_supported", (("api", api), ("cluster", "old")))] == 0
 
 
 def test_killed_broker_is_down_and_others_unaffected(mbean_host: MBeanHost) -> None:
@@ -182,9 +190,10 @@ def test_killed_broker_is_down_and_others_unaffected(mbean_host: MBeanHost) -> N
             double.broker(12).kill()
             second = asyncio.run(loop.run_cycle())
             loop.close()
-    up = {r.key.broker: r.ok for r in second.results}
-    assert up == {"11": True, "12": False, "13": True}
-    failed = next(r for r in second.results if r.key.broker == "12")
+    for source in ("jmx", "api_versions"):
+        up = {r.key.broker: r.ok for r in second.results if r.key.source == source}
+        assert up == {"11": True, "12": False, "13": True}, source
+    failed = next(r for r in second.results if r.key.broker == "12" and r.key.source == "jmx")
     assert failed.error_reason == "connection"
     assert second.errors_total[(failed.key, "connection")] == 1
     assert second.last_success[failed.key] == first.last_success[failed.key]
@@ -273,11 +282,13 @@ def test_brokers_discovered_from_metadata(mbean_host: MBeanHost) -> None:
                     "jmx": {"port": single.broker(5).jmx_port},
                 }
             ],
-            collection={"discovery_timeout_seconds": 5},
+            collection={"protocol_timeout_seconds": 5},
         )
         snapshot, series = collect(settings)
     assert {(r.key.broker, r.key.source): r.ok for r in snapshot.results} == {
         ("bootstrap", "discovery"): True,
+        ("5", "api_versions"): True,
+        ("bootstrap", "client_metrics"): True,
         ("5", "jmx"): True,
     }
     assert set(client_series(series, client_software_name="found-me")) == {("5", "PLAINTEXT", "found-me", "1.0.0")}
@@ -286,13 +297,13 @@ def test_brokers_discovered_from_metadata(mbean_host: MBeanHost) -> None:
 def test_failed_discovery_is_reported_not_fatal() -> None:
     settings = Settings(
         clusters=[{"name": "gone", "bootstrap_servers": [f"127.0.0.1:{free_port()}"], "jmx": {"port": 9999}}],
-        collection={"discovery_timeout_seconds": 2},
+        collection={"protocol_timeout_seconds": 2},
     )
     started = time.monotonic()
     snapshot, series = collect(settings)
     assert time.monotonic() - started < 6
     [result] = snapshot.results
-    assert (result.key.source, result.ok, result.error_reason) == ("discovery", False, "discovery")
+    assert (result.key.source, result.ok, result.error_reason) == ("discovery", False, "connection")
     assert (
         series[("kafka_client_exporter_up", (("broker", "bootstrap"), ("cluster", "gone"), ("source", "discovery")))]
         == 0

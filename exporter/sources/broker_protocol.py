@@ -1,0 +1,173 @@
+"""What the Kafka protocol says about brokers: ApiVersions per broker (KIP-35/KIP-511/KIP-584) and the
+cluster's client-metrics subscriptions (KIP-714 resources, listed by key 74 and read with DescribeConfigs).
+
+The coroutines run on kafka-python's IO loop (see ``KafkaSession.call``); they use the connections the
+manager keeps open and build every request at an explicit version chosen from the broker's own answer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kafka.net.manager import KafkaConnectionManager
+from kafka.protocol.admin import DescribeConfigsRequest, ListConfigResourcesRequest
+from kafka.protocol.metadata import ApiVersionsRequest
+
+from exporter.broker_release import api_name, infer_release
+from exporter.snapshot import ApiRange, BrokerFacts, ClientMetricsReading, FeatureRange, Subscription
+from exporter.sources.kafka_session import SOFTWARE_NAME, ProtocolError, software_version
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS = 18
+DESCRIBE_CONFIGS = 32
+LIST_CONFIG_RESOURCES = 74
+NONE = 0
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNSUPPORTED_VERSION = 35
+CLIENT_METRICS = 16  # ConfigResource.Type
+SUBSCRIPTION_KEYS = ["metrics", "interval.ms", "match"]
+DEFAULT_INTERVAL_MS = 300000  # ClientMetricsConfigs default interval.ms
+ACL_HINT = (
+    "the exporter's principal needs DESCRIBE_CONFIGS on the CLUSTER resource, e.g. kafka-acls.sh --add "
+    "--allow-principal User:<exporter> --operation DescribeConfigs --cluster"
+)
+
+
+async def _connection(manager: KafkaConnectionManager, node_id: int):  # type: ignore[no-untyped-def]
+    conn = manager.get_connection(node_id)
+    await conn  # the KIP-511 handshake (and SASL) of a new connection; immediate for an open one
+    return conn
+
+
+async def read_broker_facts(
+    manager: KafkaConnectionManager, node_id: int, host: str, start_version: int
+) -> BrokerFacts:
+    """ApiVersions at the highest version both sides support, with KIP-511's fallback: on
+    UNSUPPORTED_VERSION retry at the maximum the broker advertises for key 18 (v0 when it names none, as
+    brokers before 2.4 do), and once answered below the broker's own maximum, ask again at that maximum."""
+    conn = await _connection(manager, node_id)
+    ours = ApiVersionsRequest.max_version
+    version = min(start_version, ours)
+    tried: list[int] = []
+    while True:
+        tried.append(version)
+        response = await conn.send_request(
+            ApiVersionsRequest(
+                version=version, client_software_name=SOFTWARE_NAME, client_software_version=software_version()
+            )
+        )
+        own = next((k for k in response.api_keys if k.api_key == API_VERSIONS), None)
+        if response.error_code == UNSUPPORTED_VERSION:
+            fallback = min(own.max_version, ours) if own is not None else 0
+            if fallback >= version or len(tried) > 3:
+                raise ProtocolError("protocol", f"ApiVersions v{version} unsupported and no lower version offered")
+            version = fallback
+            continue
+        if response.error_code != NONE:
+            raise ProtocolError("protocol", f"ApiVersions v{version} failed with error code {response.error_code}")
+        if own is not None and version < min(own.max_version, ours) and len(tried) <= 3:
+            version = min(own.max_version, ours)
+            continue
+        break
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    epoch = getattr(response, "finalized_features_epoch", None)
+    return BrokerFacts(
+        host=host,
+        request_version=version,
+        versions_tried=tuple(tried),
+        apis=tuple(ApiRange(key, api_name(key), low, high) for key, (low, high) in sorted(advertised.items())),
+        supported_features=tuple(
+            FeatureRange(f.name, f.min_version, f.max_version)
+            for f in sorted(getattr(response, "supported_features", None) or (), key=lambda f: f.name)
+        ),
+        finalized_features=tuple(
+            FeatureRange(f.name, f.min_version_level, f.max_version_level)
+            for f in sorted(getattr(response, "finalized_features", None) or (), key=lambda f: f.name)
+        ),
+        finalized_features_epoch=epoch if isinstance(epoch, int) else -1,
+        inferred_release=infer_release(advertised),
+    )
+
+
+def key74_support(facts: BrokerFacts) -> tuple[bool, bool]:
+    rng = facts.api(LIST_CONFIG_RESOURCES)
+    if rng is None:
+        return False, False
+    return rng.min_version <= 0 <= rng.max_version, rng.min_version <= 1 <= rng.max_version
+
+
+def _describe_version(facts: BrokerFacts) -> int:
+    rng = facts.api(DESCRIBE_CONFIGS)
+    if rng is None:
+        raise ProtocolError("protocol", "the broker does not advertise DescribeConfigs")
+    version = min(rng.max_version, DescribeConfigsRequest.max_version)
+    if version < rng.min_version:
+        raise ProtocolError("protocol", f"no DescribeConfigs version in common (broker {rng.min_version}+)")
+    return version
+
+
+def _split_list(value: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+
+
+async def read_client_metrics(
+    manager: KafkaConnectionManager, node_id: int, facts: BrokerFacts
+) -> ClientMetricsReading:
+    """List the subscriptions with key 74 (v1 with type CLIENT_METRICS when served, else v0, which is the
+    same on the wire as ListClientMetricsResources), then describe them in one DescribeConfigs."""
+    v0, v1 = key74_support(facts)
+    if not (v0 or v1):
+        return ClientMetricsReading(False, False, None)
+    conn = await _connection(manager, node_id)
+    if v1:
+        api_used = "ListConfigResources"
+        request = ListConfigResourcesRequest(version=1, resource_types=[CLIENT_METRICS])
+    else:
+        api_used = "ListClientMetricsResources"
+        request = ListConfigResourcesRequest(version=0)
+    response = await conn.send_request(request)
+    if response.error_code == CLUSTER_AUTHORIZATION_FAILED:
+        raise ProtocolError("authorization", f"{api_used} denied (CLUSTER_AUTHORIZATION_FAILED): {ACL_HINT}")
+    if response.error_code != NONE:
+        raise ProtocolError("protocol", f"{api_used} failed with error code {response.error_code}")
+    names = sorted(r.resource_name for r in response.config_resources if not v1 or r.resource_type == CLIENT_METRICS)
+    if not names:
+        return ClientMetricsReading(v0, v1, api_used)
+    describe = DescribeConfigsRequest(
+        version=_describe_version(facts),
+        resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=CLIENT_METRICS, resource_name=name, configuration_keys=SUBSCRIPTION_KEYS
+            )
+            for name in names
+        ],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    described = await conn.send_request(describe)
+    subscriptions = []
+    for result in described.results:
+        if result.error_code == CLUSTER_AUTHORIZATION_FAILED:
+            raise ProtocolError(
+                "authorization", f"DescribeConfigs of CLIENT_METRICS {result.resource_name!r} denied: {ACL_HINT}"
+            )
+        if result.error_code != NONE:
+            raise ProtocolError(
+                "protocol",
+                f"DescribeConfigs of CLIENT_METRICS {result.resource_name!r} failed with error code "
+                f"{result.error_code}: {result.error_message}",
+            )
+        values = {c.name: c.value for c in result.configs}
+        try:
+            interval = int(values.get("interval.ms") or DEFAULT_INTERVAL_MS)
+        except ValueError:
+            raise ProtocolError(
+                "invalid_response", f"subscription {result.resource_name!r}: interval.ms {values['interval.ms']!r}"
+            ) from None
+        subscriptions.append(
+            Subscription(
+                result.resource_name, interval, _split_list(values.get("metrics")), _split_list(values.get("match"))
+            )
+        )
+    return ClientMetricsReading(v0, v1, api_used, tuple(sorted(subscriptions, key=lambda s: s.name)))

@@ -1,0 +1,233 @@
+"""One long-lived Kafka protocol session per cluster, on kafka-python 3's connection manager.
+
+kafka-python runs its own network loop on a dedicated IO thread; everything here is scheduled onto that
+loop with the manager's thread-safe ``call_soon`` and awaited from asyncio through a bridged future, so
+the exporter's event loop (and /metrics) never blocks on Kafka. Connections to brokers are opened once
+and reused across cycles; a connection that breaks (broker restart) is dropped by kafka-python and
+reopened on the next request, with its own KIP-511 ApiVersions handshake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import ssl
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import kafka.errors as Errors
+from kafka.future import Future as KafkaFuture
+from kafka.net.manager import KafkaConnectionManager
+from kafka.net.sasl.oauth import AbstractTokenProvider
+from kafka.net.selector import NetworkSelector
+
+from exporter import __version__
+from exporter.config import ClusterConfig
+
+log = logging.getLogger(__name__)
+
+SOFTWARE_NAME = "kafka-client-exporter"
+# ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (protocol.md §3.2): anything else makes the broker
+# answer INVALID_REQUEST and record the connection as unknown.
+_SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+T = TypeVar("T")
+
+
+def software_version(version: str = __version__) -> str:
+    """Our version as Kafka's regex allows it (a local '+build' or '_' would be rejected)."""
+    cleaned = re.sub(r"[^a-zA-Z0-9\-.]", "-", version).strip("-.")
+    return cleaned if _SOFTWARE_PATTERN.fullmatch(cleaned) else "unknown"
+
+
+class ProtocolError(Exception):
+    """A failed Kafka protocol call, with the reason label used in kafka_client_exporter_errors_total."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def classify(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError | Errors.KafkaTimeoutError | Errors.RequestTimedOutError):
+        return "timeout"
+    if isinstance(exc, Errors.SaslAuthenticationFailedError):
+        return "authentication"
+    if isinstance(exc, Errors.AuthorizationError):
+        return "authorization"
+    if isinstance(
+        exc,
+        Errors.KafkaConnectionError
+        | Errors.NodeNotReadyError
+        | Errors.UnknownBrokerIdError
+        | ConnectionError
+        | ssl.SSLError
+        | OSError,
+    ):
+        return "connection"
+    return "protocol"
+
+
+class _TokenFileProvider(AbstractTokenProvider):
+    """OAUTHBEARER token read from a file for each new connection (rotated by whoever writes the file)."""
+
+    def __init__(self, path: Any) -> None:
+        self._path = path
+
+    def token(self) -> str:
+        return self._path.read_text(encoding="utf-8").strip()
+
+
+def client_config(cluster: ClusterConfig, timeout_seconds: float) -> dict[str, Any]:
+    """kafka-python configuration for one cluster; the only place secrets reach kafka-python."""
+    timeout_ms = int(timeout_seconds * 1000)
+    config: dict[str, Any] = {
+        "bootstrap_servers": list(cluster.bootstrap_servers),
+        "client_id": f"{SOFTWARE_NAME}-{__version__}",
+        "client_software_name": SOFTWARE_NAME,
+        "client_software_version": software_version(),
+        "request_timeout_ms": timeout_ms,
+        "socket_connection_setup_timeout_ms": timeout_ms,
+        "socket_connection_setup_timeout_max_ms": timeout_ms,
+        # A restarted broker is retried within a cycle or two, not after kafka-python's 30 s ceiling.
+        "reconnect_backoff_max_ms": 2000,
+        # Connections are kept across cycles; never close them as idle between two polls.
+        "connections_max_idle_ms": 24 * 3600 * 1000,
+        "security_protocol": cluster.security.protocol,
+    }
+    sasl = cluster.security.sasl
+    if sasl is not None:
+        config["sasl_mechanism"] = sasl.mechanism
+        config["sasl_plain_username"] = sasl.username
+        config["sasl_plain_password"] = sasl.secret()
+        config["sasl_kerberos_service_name"] = sasl.kerberos_service_name
+        config["sasl_kerberos_domain_name"] = sasl.kerberos_domain_name
+        if sasl.token_file is not None:
+            config["sasl_oauth_token_provider"] = _TokenFileProvider(sasl.token_file)
+    tls = cluster.security.tls
+    if tls is not None:
+        config["ssl_cafile"] = str(tls.ca_file) if tls.ca_file else None
+        config["ssl_certfile"] = str(tls.cert_file) if tls.cert_file else None
+        config["ssl_keyfile"] = str(tls.key_file) if tls.key_file else None
+        config["ssl_password"] = tls.key_password.get_secret_value() if tls.key_password else None
+        config["ssl_crlfile"] = str(tls.crl_file) if tls.crl_file else None
+        config["ssl_check_hostname"] = tls.check_hostname
+    return config
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    node_id: int
+    host: str
+    port: int
+
+
+def _bridge(future: KafkaFuture, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+    """An asyncio future completed (on ``loop``) when kafka-python's future completes on its IO thread."""
+    result: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if result.done():
+            return
+        if error is not None:
+            result.set_exception(error)
+        else:
+            result.set_result(value)
+
+    future.add_callback(lambda value: loop.call_soon_threadsafe(settle, value, None))
+    future.add_errback(lambda error: loop.call_soon_threadsafe(settle, None, error))
+    return result
+
+
+class KafkaSession:
+    """The cluster's connection manager and IO thread, created on first use and rebuilt after an
+    authentication failure (kafka-python caches those per node and would never retry)."""
+
+    def __init__(self, cluster: ClusterConfig, timeout_seconds: float) -> None:
+        self.cluster = cluster.name
+        self._config = client_config(cluster, timeout_seconds)
+        self._timeout = timeout_seconds
+        self._net: NetworkSelector | None = None
+        self._manager: KafkaConnectionManager | None = None
+        self._lock = threading.Lock()
+
+    def _ensure(self) -> KafkaConnectionManager:
+        with self._lock:
+            if self._manager is None:
+                self._net = NetworkSelector(**self._config)
+                self._manager = KafkaConnectionManager(self._net, **self._config)
+                self._net.start()
+            return self._manager
+
+    async def call(self, coroutine: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        """Run ``coroutine(manager, *args)`` on kafka-python's IO loop and await it here."""
+        manager = self._ensure()
+        future = manager.call_soon(coroutine, manager, *args)
+        try:
+            return await asyncio.wait_for(_bridge(future, asyncio.get_running_loop()), self._timeout + 1)
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            reason = classify(exc)
+            if isinstance(exc, Errors.UnknownBrokerIdError):
+                raise ProtocolError(
+                    reason,
+                    f"broker {exc.args[0] if exc.args else '?'} is not in the cluster "
+                    "metadata (stopped, fenced or removed)",
+                ) from None
+            if reason == "authentication":
+                await asyncio.to_thread(self.close)
+            raise ProtocolError(reason, f"{type(exc).__name__}: {exc}") from None
+
+    async def brokers(self) -> list[BrokerAddress]:
+        """Bootstrap when needed, refresh metadata, and return the brokers it lists (sorted by id)."""
+        try:
+            return await self.call(_refresh_brokers, int(self._timeout * 1000))
+        except ProtocolError as error:
+            if error.reason == "timeout":
+                # kafka-python retries a failed SASL exchange until its bootstrap deadline and then reports
+                # a timeout; the cached failure says what really happened.
+                auth = self._bootstrap_auth_failure()
+                if auth is not None:
+                    await asyncio.to_thread(self.close)
+                    raise ProtocolError("authentication", f"{type(auth).__name__}: {auth}") from None
+                if "Unable to bootstrap" in str(error):
+                    # kafka-python retries refused connections until its deadline: no server was reachable.
+                    raise ProtocolError("connection", f"no bootstrap server answered: {error}") from None
+            raise
+
+    def _bootstrap_auth_failure(self) -> BaseException | None:
+        manager = self._manager
+        if manager is None:
+            return None
+        for node in manager.cluster.bootstrap_brokers():
+            failure = manager.auth_failure(node.node_id)
+            if failure is not None:
+                return failure
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            manager, net = self._manager, self._net
+            self._manager = self._net = None
+        if manager is None or net is None:
+            return
+        try:
+            manager.close()
+            net.close()
+        finally:
+            net.stop()
+
+
+async def _refresh_brokers(manager: KafkaConnectionManager, timeout_ms: int) -> list[BrokerAddress]:
+    if not manager.bootstrapped:
+        await manager.bootstrap_async(timeout_ms, refresh=True)
+    else:
+        await manager.cluster.refresh_metadata()
+    return sorted(
+        (BrokerAddress(b.node_id, b.host, b.port) for b in manager.cluster.brokers()),
+        key=lambda b: b.node_id,
+    )
