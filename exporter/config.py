@@ -256,7 +256,8 @@ class WebConfig(_Strict):
 class CollectionConfig(_Strict):
     interval_seconds: float = Field(default=30.0, gt=0, le=3600)
     max_concurrency: int = Field(default=8, ge=1, le=256, description="JMX calls (JVMs) running at once")
-    jmx_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    # Hard deadline per broker JMX call; unset: 10 s, or the interval when that is shorter.
+    jmx_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
     # Per Kafka request and per bootstrap (metadata, ApiVersions, ListConfigResources, DescribeConfigs);
     # unset: 10 s, or the interval when that is shorter.
     protocol_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
@@ -266,8 +267,9 @@ class CollectionConfig(_Strict):
 
     @model_validator(mode="after")
     def _deadline_fits_interval(self) -> CollectionConfig:
-        if self.protocol_timeout_seconds is None:
-            object.__setattr__(self, "protocol_timeout_seconds", min(10.0, self.interval_seconds))
+        for name in ("jmx_timeout_seconds", "protocol_timeout_seconds"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, min(10.0, self.interval_seconds))
         for name in ("jmx_timeout_seconds", "protocol_timeout_seconds"):
             if getattr(self, name) > self.interval_seconds:
                 raise ValueError(

@@ -41,6 +41,8 @@ log = logging.getLogger("kafka_double")
 MAX_REQUEST_BYTES = 104857600
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
+# connection.failed.authentication.delay.ms default: the client reads the error before the close.
+FAILED_AUTHENTICATION_DELAY = 0.1
 
 
 @dataclass
@@ -49,6 +51,7 @@ class _Dispatched:
     response: ApiMessage | None
     api_name: str
     close_after: bool = False  # Kafka closes the connection once this response is sent
+    close_delay: float = 0.0  # ... and waits this long first (connection.failed.authentication.delay.ms)
     logged: bool = True  # the SASL exchange runs in the authenticator, outside the request log
 
 
@@ -202,6 +205,8 @@ class BrokerServer:
             writer.write(encode_response(response, req.correlation_id))
             await writer.drain()
         sent = time.monotonic()
+        if dispatched.close_delay:
+            await asyncio.sleep(dispatched.close_delay)
         if not dispatched.logged:
             return not dispatched.close_after
         if self.release.deprecated_metrics and self.release.is_deprecated(req.api_key, req.api_version):
@@ -272,7 +277,9 @@ class BrokerServer:
             response = resp_cls(
                 version=version, error_code=SASL_AUTHENTICATION_FAILED, error_message=str(failure), auth_bytes=b""
             )
-            return _Dispatched(body, response, rng.name, close_after=True, logged=False)
+            return _Dispatched(
+                body, response, rng.name, close_after=True, close_delay=FAILED_AUTHENTICATION_DELAY, logged=False
+            )
         if sasl.principal is not None:
             ctx.principal = sasl.principal
         response = resp_cls(version=version, error_code=0, error_message=None, auth_bytes=token, session_lifetime_ms=0)

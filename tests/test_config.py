@@ -104,3 +104,55 @@ def test_check_config_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "clusters.0.jmx.port: Input should be greater than or equal to 1 (got 0)" in err
     assert main(["check-config", "--config", str(tmp_path / "missing.yaml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("security", "expected"),
+    [
+        ("{protocol: SASL_SSL}", "protocol SASL_SSL needs a sasl section"),
+        ("{protocol: SSL, sasl: {mechanism: PLAIN, username: u, password: p}}", "a sasl section needs protocol"),
+        ("{protocol: PLAINTEXT, tls: {check_hostname: false}}", "a tls section needs protocol SSL or SASL_SSL"),
+        ("{protocol: SASL_PLAINTEXT, sasl: {mechanism: SCRAM-SHA-512, username: u}}", "needs username and a password"),
+        (
+            "{protocol: SASL_PLAINTEXT, sasl: {mechanism: KERBEROS}}",
+            "clusters.0.security.sasl.mechanism: Input should be",
+        ),
+        ("{protocol: SASL_PLAINTEXT, sasl: {mechanism: OAUTHBEARER}}", "needs token_file"),
+        ("{protocol: SSL, tls: {ca_file: /nonexistent/ca.pem}}", "ca_file /nonexistent/ca.pem does not exist"),
+        (
+            "{protocol: SASL_PLAINTEXT, sasl: {mechanism: PLAIN, username: u, password_env: KCE_TEST_UNSET_VAR}}",
+            "environment variable KCE_TEST_UNSET_VAR is not set",
+        ),
+        (
+            "{protocol: SASL_PLAINTEXT, sasl: {mechanism: PLAIN, username: u, password: a, password_file: /x}}",
+            "give one of password, password_file, password_env",
+        ),
+        ("{protocol: TLS}", "clusters.0.security.protocol: Input should be"),
+    ],
+)
+def test_invalid_kafka_security_is_named(tmp_path: Path, security: str, expected: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"clusters:\n  - name: p\n    bootstrap_servers: [k:9093]\n    security: {security}\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_settings(path)
+    assert expected in str(excinfo.value)
+
+
+def test_sasl_password_from_env_and_file_never_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KCE_TEST_SASL_PW", "env-Secret-1")
+    secret_file = tmp_path / "pw"
+    secret_file.write_text("file-Secret-2\n")
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "clusters:\n"
+        "  - name: a\n    bootstrap_servers: [k:9093]\n"
+        "    security: {protocol: SASL_PLAINTEXT,\n"
+        "               sasl: {mechanism: PLAIN, username: u, password_env: KCE_TEST_SASL_PW}}\n"
+        "  - name: b\n    bootstrap_servers: [k:9093]\n"
+        "    security: {protocol: SASL_SSL,\n"
+        f"               sasl: {{mechanism: SCRAM-SHA-256, username: u, password_file: {secret_file}}}}}\n"
+    )
+    settings = load_settings(path)
+    secrets = [c.security.sasl.secret() for c in settings.clusters]  # type: ignore[union-attr]
+    assert secrets == ["env-Secret-1", "file-Secret-2"]
+    assert "env-Secret-1" not in repr(settings) and "file-Secret-2" not in repr(settings)

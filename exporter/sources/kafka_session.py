@@ -187,27 +187,9 @@ class KafkaSession:
         try:
             return await self.call(_refresh_brokers, int(self._timeout * 1000))
         except ProtocolError as error:
-            if error.reason == "timeout":
-                # kafka-python retries a failed SASL exchange until its bootstrap deadline and then reports
-                # a timeout; the cached failure says what really happened.
-                auth = self._bootstrap_auth_failure()
-                if auth is not None:
-                    await asyncio.to_thread(self.close)
-                    raise ProtocolError("authentication", f"{type(auth).__name__}: {auth}") from None
-                if "Unable to bootstrap" in str(error):
-                    # kafka-python retries refused connections until its deadline: no server was reachable.
-                    raise ProtocolError("connection", f"no bootstrap server answered: {error}") from None
+            if error.reason == "authentication":
+                await asyncio.to_thread(self.close)
             raise
-
-    def _bootstrap_auth_failure(self) -> BaseException | None:
-        manager = self._manager
-        if manager is None:
-            return None
-        for node in manager.cluster.bootstrap_brokers():
-            failure = manager.auth_failure(node.node_id)
-            if failure is not None:
-                return failure
-        return None
 
     def close(self) -> None:
         with self._lock:
@@ -224,10 +206,27 @@ class KafkaSession:
 
 async def _refresh_brokers(manager: KafkaConnectionManager, timeout_ms: int) -> list[BrokerAddress]:
     if not manager.bootstrapped:
-        await manager.bootstrap_async(timeout_ms, refresh=True)
+        try:
+            await manager.bootstrap_async(int(timeout_ms * 0.6), refresh=True)
+        except Errors.KafkaTimeoutError:
+            raise await _bootstrap_failure(manager, int(timeout_ms * 0.35)) from None
     else:
         await manager.cluster.refresh_metadata()
     return sorted(
         (BrokerAddress(b.node_id, b.host, b.port) for b in manager.cluster.brokers()),
         key=lambda b: b.node_id,
     )
+
+
+async def _bootstrap_failure(manager: KafkaConnectionManager, timeout_ms: int) -> BaseException:
+    """kafka-python retries every failure (refused connection, failed SASL exchange, TLS error) until its
+    bootstrap deadline and then only says "timeout"; one more attempt, awaited directly, says why."""
+    node = manager.cluster.bootstrap_brokers()[0]
+    manager.reset_backoff(node.node_id)
+    try:
+        conn = manager.get_connection(node.node_id, timeout_ms=timeout_ms)
+        await conn
+    except Exception as exc:  # the failure is the answer
+        return exc
+    conn.close()
+    return Errors.KafkaTimeoutError(f"no metadata from {node.host}:{node.port} within the timeout")
