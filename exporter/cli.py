@@ -13,10 +13,12 @@ from pathlib import Path
 from aiohttp import web
 
 from exporter import __version__
-from exporter.collection import SOURCE_JMX, CollectionLoop
+from exporter.collection import SOURCE_API_VERSIONS, SOURCE_JMX, CollectionLoop
 from exporter.config import ConfigError, Settings, load_settings
 from exporter.exposition import Exposition, render_snapshot
 from exporter.http import make_app
+from exporter.web_config import WebServing, load_web_config
+from exporter.web_security import security_middlewares
 
 log = logging.getLogger("exporter")
 
@@ -47,6 +49,14 @@ def _parser() -> argparse.ArgumentParser:
         if name == "serve":
             command.add_argument("--host", default=None, help="listen address (default: web.host)")
             command.add_argument("--port", type=int, default=None, help="listen port (default: web.port)")
+        if name in ("serve", "check-config"):
+            command.add_argument(
+                "--web.config.file",
+                dest="web_config_file",
+                type=Path,
+                default=None,
+                help="exporter-toolkit web config: TLS, client certificates, basic auth (default: web.config_file)",
+            )
     return parser
 
 
@@ -56,15 +66,16 @@ def _setup_logging(level: str) -> None:
     logging.getLogger("kafka").setLevel(max(logging.getLevelName(level), logging.ERROR))
 
 
-async def _serve(settings: Settings, host: str, port: int) -> None:
+async def _serve(settings: Settings, host: str, port: int, serving: WebServing) -> None:
     exposition = Exposition(settings.collection.network_processor_label)
     collection = CollectionLoop(settings, publish=exposition.publish)
     stop = asyncio.Event()
     task = asyncio.create_task(collection.run_forever(stop))
-    runner = web.AppRunner(make_app(exposition, lambda: not task.done()), access_log=None)
+    app = make_app(exposition, lambda: not task.done(), security_middlewares(serving))
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
-    log.info("kafka-client-exporter %s serving http://%s:%d/metrics", __version__, host, port)
+    await web.TCPSite(runner, host, port, ssl_context=serving.ssl_context).start()
+    log.info("kafka-client-exporter %s serving %s://%s:%d/metrics", __version__, serving.scheme, host, port)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
@@ -83,9 +94,10 @@ async def _collect_once(settings: Settings) -> int:
     finally:
         await asyncio.to_thread(collection.close)
     sys.stdout.write(render_snapshot(snapshot, False, settings.collection.network_processor_label).decode())
-    jmx = [r for r in snapshot.results if r.key.source == SOURCE_JMX]
-    if not any(r.ok for r in jmx):
-        log.error("every broker failed (%d polled)", len(jmx))
+    # Per-broker sources: a cluster polled over JMX, the protocol or both.
+    polled = [r for r in snapshot.results if r.key.source in (SOURCE_JMX, SOURCE_API_VERSIONS)]
+    if not any(r.ok for r in polled):
+        log.error("every broker failed (%d polls)", len(polled))
         return 1
     return 0
 
@@ -94,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = load_settings(args.config)
+        web_config_file = getattr(args, "web_config_file", None) or settings.web.config_file
+        serving = load_web_config(web_config_file) if args.command != "collect-once" else WebServing()
     except ConfigError as exc:
         print(f"kafka-client-exporter: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -104,13 +118,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"configuration OK: {len(settings.clusters)} cluster(s), {brokers} broker(s) listed"
             + (f", brokers discovered for {', '.join(discovered)}" if discovered else "")
+            + f"; {serving.describe()}"
         )
         return 0
     if args.command == "collect-once":
         return asyncio.run(_collect_once(settings))
     host = args.host or settings.web.host
     port = args.port if args.port is not None else settings.web.port
-    asyncio.run(_serve(settings, host, port))
+    asyncio.run(_serve(settings, host, port, serving))
     return 0
 
 

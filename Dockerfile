@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+# kafka-client-exporter: Python slim plus a headless JRE (the JMX queries run a short-lived JVM each).
+#   docker build -t kafka-client-exporter .
+#   docker run -v $PWD/exporter.yaml:/etc/kafka-client-exporter/config.yaml:ro -p 9784:9784 kafka-client-exporter
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# Build stage: compilers only here, for dependencies without a wheel on the target platform.
+FROM ${PYTHON_IMAGE} AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends build-essential \
+ && rm -rf /var/lib/apt/lists/*
+ENV VENV=/opt/kafka-client-exporter \
+    WHEELS=/tmp/wheels \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY exporter/ exporter/
+# >>> install: tests/image/test_dockerfile_install.py runs exactly these RUN lines in a fresh venv; keep them plain.
+RUN python -m venv "$VENV"
+RUN "$VENV/bin/pip" wheel --no-cache-dir --wheel-dir "$WHEELS" .
+RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" kafka-client-exporter
+# <<< install
+
+# Final stage: the venv, a JRE, no compilers, no pip cache, a non-root user.
+FROM ${PYTHON_IMAGE}
+# Debian slim images drop the man directories the JRE's post-install links into.
+RUN mkdir -p /usr/share/man/man1 \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin exporter
+ENV VENV=/opt/kafka-client-exporter
+COPY --from=build /opt/kafka-client-exporter /opt/kafka-client-exporter
+# No .pyc writes at run time: the root filesystem is read-only in the Helm chart.
+ENV PATH=/opt/kafka-client-exporter/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+USER 10001:10001
+EXPOSE 9784
+ENTRYPOINT ["kafka-client-exporter"]
+CMD ["serve", "--config", "/etc/kafka-client-exporter/config.yaml"]

@@ -1,0 +1,73 @@
+"""Just enough of a Dockerfile parser to hold the image tests to what the Dockerfile really says."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INSTALL_BEGIN = "# >>> install"
+INSTALL_END = "# <<< install"
+
+
+@dataclass
+class Stage:
+    base: str
+    instructions: list[tuple[str, str]] = field(default_factory=list)  # (INSTRUCTION, arguments)
+    install_block: list[str] = field(default_factory=list)  # RUN arguments between the install markers
+
+    def arguments(self, instruction: str) -> list[str]:
+        return [args for name, args in self.instructions if name == instruction]
+
+    def env(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for args in self.arguments("ENV"):
+            for pair in shlex.split(args):
+                name, _, value = pair.partition("=")
+                values[name] = value
+        return values
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Instructions with their backslash continuations joined; comment lines kept (they carry the markers)."""
+    lines: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            lines.append(stripped)
+            continue
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        lines.append(pending + stripped)
+        pending = ""
+    return lines
+
+
+def parse(path: Path) -> list[Stage]:
+    stages: list[Stage] = []
+    in_block = False
+    for line in _logical_lines(path.read_text()):
+        if line.startswith(INSTALL_BEGIN):
+            in_block = True
+            continue
+        if line.startswith(INSTALL_END):
+            in_block = False
+            continue
+        if not line or line.startswith("#"):
+            continue
+        name, _, args = line.partition(" ")
+        name, args = name.upper(), re.sub(r"\s+", " ", args.strip())
+        if name == "FROM":
+            stages.append(Stage(base=args))
+            continue
+        if not stages:
+            continue  # global ARGs
+        stages[-1].instructions.append((name, args))
+        if in_block:
+            if name != "RUN":
+                raise ValueError(f"only RUN belongs between the install markers, found {name} {args}")
+            stages[-1].install_block.append(args)
+    return stages
