@@ -17,6 +17,7 @@ from exporter.collection import SOURCE_API_VERSIONS, SOURCE_JMX, CollectionLoop
 from exporter.config import ConfigError, Settings, load_settings
 from exporter.exposition import Exposition, render_snapshot
 from exporter.http import make_app
+from exporter.policy import Policy, PolicyError, load_policy
 from exporter.web_config import WebServing, load_web_config
 from exporter.web_security import security_middlewares
 
@@ -66,9 +67,9 @@ def _setup_logging(level: str) -> None:
     logging.getLogger("kafka").setLevel(max(logging.getLevelName(level), logging.ERROR))
 
 
-async def _serve(settings: Settings, host: str, port: int, serving: WebServing) -> None:
+async def _serve(settings: Settings, policy: Policy, host: str, port: int, serving: WebServing) -> None:
     exposition = Exposition(settings.collection.network_processor_label)
-    collection = CollectionLoop(settings, publish=exposition.publish)
+    collection = CollectionLoop(settings, publish=exposition.publish, policy=policy)
     stop = asyncio.Event()
     task = asyncio.create_task(collection.run_forever(stop))
     app = make_app(exposition, lambda: not task.done(), security_middlewares(serving))
@@ -87,8 +88,8 @@ async def _serve(settings: Settings, host: str, port: int, serving: WebServing) 
     await asyncio.to_thread(collection.close)
 
 
-async def _collect_once(settings: Settings) -> int:
-    collection = CollectionLoop(settings)
+async def _collect_once(settings: Settings, policy: Policy) -> int:
+    collection = CollectionLoop(settings, policy=policy)
     try:
         snapshot = await collection.run_cycle()
     finally:
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(args.config)
         web_config_file = getattr(args, "web_config_file", None) or settings.web.config_file
         serving = load_web_config(web_config_file) if args.command != "collect-once" else WebServing()
-    except ConfigError as exc:
+        policy = load_policy(settings.policy_file)
+    except (ConfigError, PolicyError) as exc:
         print(f"kafka-client-exporter: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     _setup_logging(args.log_level or settings.log_level)
@@ -122,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     if args.command == "collect-once":
-        return asyncio.run(_collect_once(settings))
+        return asyncio.run(_collect_once(settings, policy))
     host = args.host or settings.web.host
     port = args.port if args.port is not None else settings.web.port
-    asyncio.run(_serve(settings, host, port, serving))
+    asyncio.run(_serve(settings, policy, host, port, serving))
     return 0
 
 

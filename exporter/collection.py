@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from exporter.client_inventory import InventoryBuilder
 from exporter.config import ClusterConfig, Settings
+from exporter.policy import Policy, load_policy
 from exporter.snapshot import BrokerFacts, ClientMetricsReading, JmxReading, Snapshot, SourceKey, SourceResult
 from exporter.sources.broker_protocol import key74_support, read_broker_facts, read_client_metrics
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
@@ -61,8 +63,11 @@ class CollectionLoop:
         settings: Settings,
         publish: Callable[[Snapshot], None] | None = None,
         clock: Callable[[], float] = time.time,
+        policy: Policy | None = None,
     ) -> None:
         self._settings = settings
+        policy = policy if policy is not None else load_policy(settings.policy_file)
+        self._inventory = InventoryBuilder(policy, settings.collection.max_versions_per_cluster)
         self._publish = publish
         self._clock = clock
         self._java = JavaRuntime(settings.java.path, tuple(settings.java.options))
@@ -227,6 +232,8 @@ class CollectionLoop:
             last_success=self._last_success,
             clusters=tuple(c.name for c in self._settings.clusters),
             interval_seconds=self._settings.collection.interval_seconds,
+            inventory=self._inventory.build(results),
+            folded_total=self._inventory.folded_total,
         )
 
     def _forget_gone(self, current: set[SourceKey]) -> None:

@@ -264,6 +264,9 @@ class CollectionConfig(_Strict):
     network_processor_label: bool = Field(
         default=False, description="keep the networkProcessor tag as a label instead of summing over it"
     )
+    # Cardinality guard: distinct (software name, version) pairs per cluster exported as their own series;
+    # the rest fold into client_software_version="other" (counts kept).
+    max_versions_per_cluster: int = Field(default=300, ge=1, le=100000)
 
     @model_validator(mode="after")
     def _deadline_fits_interval(self) -> CollectionConfig:
@@ -293,6 +296,8 @@ class Settings(BaseSettings):
     web: WebConfig = WebConfig()
     collection: CollectionConfig = CollectionConfig()
     java: JavaConfig = JavaConfig()
+    # Version policy file extending/overriding the shipped default (docs/policy.md); unset: the default.
+    policy_file: Path | None = None
     clusters: list[ClusterConfig] = Field(min_length=1)
 
     @field_validator("clusters")

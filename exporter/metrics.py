@@ -68,22 +68,35 @@ class SnapshotCollector(Collector):
             "then silently stops tracking new clients there, so the inventory of that processor is incomplete.",
             labels=["cluster", "broker", "listener", "network_processor"],
         )
+        violations = GaugeMetricFamily(
+            "kafka_client_policy_violation_connections",
+            "Open connections of client software that breaks the version policy, by reason (below_minimum, "
+            "denied_version, unknown_software, not_allowed); judged on the real version before any folding. "
+            "Only non-zero values are exported.",
+            labels=[*base, *processor, "client_software_name", "client_software_version", "reason"],
+        )
+        sums: dict[tuple[str, ...], int] = defaultdict(int)
+        violating: dict[tuple[str, ...], int] = defaultdict(int)
+        for row in snapshot.inventory:
+            key = (
+                row.cluster,
+                row.broker,
+                row.listener,
+                *([row.network_processor] if self._per_processor else []),
+                row.software_name,
+                row.software_version,
+            )
+            sums[key] += row.connections
+            if row.violation is not None:
+                violating[(*key, row.violation)] += row.connections
+        for key, total in sorted(sums.items()):
+            connections.add_metric(list(key), total)
+        for key, total in sorted(violating.items()):
+            violations.add_metric(list(key), total)
         for result in snapshot.results:
             if not result.ok or result.jmx is None:
                 continue
             cluster, broker = result.key.cluster, result.key.broker
-            sums: dict[tuple[str, ...], int] = defaultdict(int)
-            for client in result.jmx.clients:
-                key = (
-                    client.listener,
-                    *([client.network_processor] if self._per_processor else []),
-                    client.software_name,
-                    client.software_version,
-                )
-                sums[key] += client.connections
-            for key, total in sorted(sums.items()):
-                if total > 0:
-                    connections.add_metric([cluster, broker, *key], total)
             for request in result.jmx.deprecated_requests:
                 deprecated.add_metric(
                     [
@@ -98,6 +111,16 @@ class SnapshotCollector(Collector):
                 )
             for suite in result.jmx.suites:
                 suite_full.add_metric([cluster, broker, suite.listener, suite.network_processor], int(suite.full))
+        folded = CounterMetricFamily(
+            "kafka_client_exporter_series_folded",
+            'Client software name/version pairs folded into client_software_version="other" because the '
+            "cluster has more distinct pairs than collection.max_versions_per_cluster (counted once per cycle).",
+            labels=["cluster"],
+        )
+        for cluster in snapshot.clusters:
+            folded.add_metric([cluster], snapshot.folded_total.get(cluster, 0))
+        yield violations
+        yield folded
         yield connections
         yield deprecated
         yield suite_full

@@ -112,6 +112,24 @@ class ClientMetricsReading:
     subscriptions: tuple[Subscription, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class InventoryRow:
+    """Connections of one client software/version on one broker, listener and processor, with the policy's
+    verdict on the real version; ``software_version`` is ``other`` when the cardinality cap folded it."""
+
+    cluster: str
+    broker: str
+    listener: str
+    network_processor: str
+    software_name: str
+    software_version: str
+    real_software_version: str
+    connections: int
+    violation: str | None = None  # below_minimum | denied_version | unknown_software | not_allowed
+    violation_detail: str | None = None
+    unparseable: bool = False  # a version rule applies but the version did not parse (never guessed)
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class SourceKey:
     cluster: str
@@ -151,7 +169,10 @@ class Snapshot:
     last_success: Mapping[SourceKey, float] = field(default_factory=dict)
     clusters: tuple[str, ...] = ()
     interval_seconds: float = 0.0  # the configured collection interval, to judge cycle_duration_seconds by
+    inventory: tuple[InventoryRow, ...] = ()
+    folded_total: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors_total", _frozen(self.errors_total))
         object.__setattr__(self, "last_success", _frozen(self.last_success))
+        object.__setattr__(self, "folded_total", _frozen(self.folded_total))

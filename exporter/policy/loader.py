@@ -1,0 +1,108 @@
+"""Loading the shipped default policy and a user's file that extends or overrides it."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from exporter.policy.evaluation import CompiledRule, Policy
+from exporter.policy.model import PolicyFile, SoftwareRule
+from exporter.policy.versions import parse_version
+
+__all__ = ["DEFAULT_POLICY_RESOURCE", "PolicyError", "default_policy_text", "load_policy"]
+
+DEFAULT_POLICY_RESOURCE = "default_policy.yaml"
+
+
+class PolicyError(Exception):
+    """An invalid policy file, phrased for the operator: the file, the field, the value and what is allowed."""
+
+
+def default_policy_text() -> str:
+    """The shipped default policy, as YAML with its source comments."""
+    return resources.files("exporter.policy").joinpath(DEFAULT_POLICY_RESOURCE).read_text(encoding="utf-8")
+
+
+def load_policy(path: Path | None) -> Policy:
+    """The shipped default policy (`path` None), or the default extended/overridden by the file at `path`."""
+    default = _parse(default_policy_text(), f"shipped default policy {DEFAULT_POLICY_RESOURCE}")
+    if path is None:
+        return _compile(default)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PolicyError(f"policy file {path} does not exist") from None
+    except OSError as exc:
+        raise PolicyError(f"policy file {path} cannot be read: {exc.strerror}") from None
+    user = _parse(text, f"policy file {path}")
+    return _compile(_merge(default, user))
+
+
+def _parse(text: str, origin: str) -> PolicyFile:
+    try:
+        document: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PolicyError(f"{origin} is not valid YAML{where}: {problem}") from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise PolicyError(
+            f"{origin} must hold a mapping (allowed keys: {', '.join(sorted(PolicyFile.model_fields))}), "
+            f"not a {type(document).__name__}"
+        )
+    try:
+        return PolicyFile.model_validate(document)
+    except ValidationError as exc:
+        raise PolicyError(_format(exc, origin)) from None
+
+
+def _allowed_keys(location: tuple[Any, ...]) -> list[str]:
+    # software.<name>.<field> is a rule field; anything shallower is a top-level key.
+    if len(location) >= 3 and location[0] == "software":
+        return sorted(SoftwareRule.model_fields)
+    return sorted(PolicyFile.model_fields)
+
+
+def _format(exc: ValidationError, origin: str) -> str:
+    lines = [f"{origin} is invalid:"]
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field; allowed: {', '.join(_allowed_keys(error['loc']))}"
+        value = error.get("input")
+        shown = "" if error["type"] == "extra_forbidden" or isinstance(value, dict | list) else f" (got {value!r})"
+        lines.append(f"  {location}: {message}{shown}")
+    return "\n".join(lines)
+
+
+def _merge(default: PolicyFile, user: PolicyFile) -> PolicyFile:
+    """User entries replace the default's fields they set; fields they leave out keep the default's value."""
+    if not user.extend_default:
+        return user
+    software = dict(default.software)
+    for name, rule in user.software.items():
+        base = software.get(name)
+        if base is None:
+            software[name] = rule
+        else:
+            software[name] = base.model_copy(update={field: getattr(rule, field) for field in rule.model_fields_set})
+    allowed = user.allowed_software if "allowed_software" in user.model_fields_set else default.allowed_software
+    return PolicyFile(extend_default=True, allowed_software=allowed, software=software)
+
+
+def _compile(policy: PolicyFile) -> Policy:
+    rules: dict[str, CompiledRule] = {}
+    for name, rule in policy.software.items():
+        # The model validators already proved every version parses.
+        minimum = parse_version(rule.minimum_version) if rule.minimum_version is not None else None
+        rules[name] = CompiledRule(minimum=minimum, denied=rule.specifiers())
+    allowed = frozenset(policy.allowed_software) if policy.allowed_software is not None else None
+    return Policy(rules, allowed)
