@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.client_inventory import FOLDED_VERSION, InventoryBuilder
@@ -99,3 +103,19 @@ def test_pairs_beyond_the_cap_fold_into_other_with_counts_and_verdicts_kept() ->
     # A pair that disconnects frees its slot for the next cycle.
     third = builder.build([jmx_result("1", ("apache-kafka-java", "3.9.0", 1), ("librdkafka", "1.5.0", 3))])
     assert {r.software_version for r in third} == {"3.9.0", "1.5.0"}
+
+
+def test_invalid_policy_file_stops_start_up_with_exit_2(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("software:\n  librdkafka: {minimum_version: banana}\n")
+    config = tmp_path / "exporter.yaml"
+    config.write_text(f"policy_file: {policy}\nclusters:\n  - name: c\n    bootstrap_servers: [k:9092]\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "exporter", "check-config", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stderr
+    assert str(policy) in run.stderr
+    assert "banana" in run.stderr
