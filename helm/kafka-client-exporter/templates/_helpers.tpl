@@ -1,0 +1,79 @@
+{{- define "kce.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kce.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "kce.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "kce.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "kce.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kce.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kce.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "kce.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "kce.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kce.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Name of a resource derived from a file name: the release's full name plus the file's stem (without a
+leading "<chart name>-", which the full name already says), DNS-1123 safe. */}}
+{{- define "kce.fileResourceName" -}}
+{{- $stem := .stem | trimPrefix (printf "%s-" .root.Chart.Name) }}
+{{- printf "%s-%s" (include "kce.fullname" .root) $stem | lower | replace "_" "-" | replace "." "-" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* "true" when /metrics is served over TLS. */}}
+{{- define "kce.tls" -}}
+{{- if and .Values.webConfig.enabled .Values.webConfig.tls.enabled }}true{{ end }}
+{{- end }}
+
+{{/* "true" when the server requires a client certificate: kubelet HTTP probes cannot connect then. */}}
+{{- define "kce.clientCertRequired" -}}
+{{- if and (include "kce.tls" .) (eq .Values.webConfig.tls.clientAuthType "RequireAndVerifyClientCert") }}true{{ end }}
+{{- end }}
+
+{{- define "kce.configDir" -}}/etc/kafka-client-exporter{{- end }}
+
+{{/* The exporter-toolkit web config file rendered from .Values.webConfig. */}}
+{{- define "kce.webConfig" -}}
+{{- $web := .Values.webConfig }}
+{{- $dir := include "kce.configDir" . }}
+{{- $doc := dict }}
+{{- if $web.tls.enabled }}
+{{- $tls := dict "cert_file" (printf "%s/tls/tls.crt" $dir) "key_file" (printf "%s/tls/tls.key" $dir) "client_auth_type" $web.tls.clientAuthType "min_version" $web.tls.minVersion "max_version" $web.tls.maxVersion }}
+{{- if ne $web.tls.clientAuthType "NoClientCert" }}
+{{- $_ := set $tls "client_ca_file" (printf "%s/client-ca/%s" $dir $web.tls.clientCA.key) }}
+{{- end }}
+{{- with $web.tls.clientAllowedSans }}
+{{- $_ := set $tls "client_allowed_sans" . }}
+{{- end }}
+{{- with $web.tls.cipherSuites }}
+{{- $_ := set $tls "cipher_suites" . }}
+{{- end }}
+{{- $_ := set $doc "tls_server_config" $tls }}
+{{- end }}
+{{- with $web.basicAuthUsers }}
+{{- $_ := set $doc "basic_auth_users" . }}
+{{- end }}
+{{- with $web.headers }}
+{{- $_ := set $doc "http_server_config" (dict "headers" .) }}
+{{- end }}
+{{- toYaml $doc }}
+{{- end }}
