@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -23,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict, YamlConfigSettingsSource
+
+from exporter.yaml_file import parse_mapping, read_text
 
 ENV_PREFIX = "KCE_"
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
@@ -321,23 +322,12 @@ class Settings(BaseSettings):
 
 def _check_yaml(path: Path) -> None:
     """Fail with the file's own position when the YAML itself is broken or not a mapping."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"config file {path} is not valid YAML{where}: {problem}") from None
-    if document is not None and not isinstance(document, dict):
-        raise ConfigError(
-            f"config file {path} must hold a mapping with a 'clusters' list, not a {type(document).__name__}"
-        )
+    parse_mapping(
+        read_text(path, "config file", ConfigError),
+        f"config file {path}",
+        ConfigError,
+        "a mapping with a 'clusters' list",
+    )
 
 
 def load_settings(path: Path | None) -> Settings:

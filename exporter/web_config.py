@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from exporter.config import ConfigError
+from exporter.yaml_file import parse_mapping, read_text
 
 TlsVersionName = Literal["TLS10", "TLS11", "TLS12", "TLS13"]
 TLS_VERSIONS: dict[str, ssl.TLSVersion] = {
@@ -236,24 +236,7 @@ class WebServing:
 
 
 def _read_document(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WebConfigError(f"web config file {path} does not exist") from None
-    except OSError as exc:
-        raise WebConfigError(f"web config file {path} cannot be read: {exc.strerror}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or exc
-        raise WebConfigError(f"web config file {path} is not valid YAML{where}: {problem}") from None
-    if document is None:
-        return {}
-    if not isinstance(document, dict):
-        raise WebConfigError(f"web config file {path} must hold a mapping, not a {type(document).__name__}")
-    return document
+    return parse_mapping(read_text(path, "web config file", WebConfigError), f"web config file {path}", WebConfigError)
 
 
 def _allowed_keys(location: tuple[Any, ...]) -> list[str]:

@@ -6,12 +6,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from exporter.policy.evaluation import CompiledRule, Policy
 from exporter.policy.model import PolicyFile, SoftwareRule
 from exporter.policy.versions import parse_version
+from exporter.yaml_file import parse_mapping, read_text
 
 __all__ = ["DEFAULT_POLICY_RESOURCE", "PolicyError", "default_policy_text", "load_policy"]
 
@@ -32,31 +32,13 @@ def load_policy(path: Path | None) -> Policy:
     default = _parse(default_policy_text(), f"shipped default policy {DEFAULT_POLICY_RESOURCE}")
     if path is None:
         return _compile(default)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PolicyError(f"policy file {path} does not exist") from None
-    except OSError as exc:
-        raise PolicyError(f"policy file {path} cannot be read: {exc.strerror}") from None
-    user = _parse(text, f"policy file {path}")
+    user = _parse(read_text(path, "policy file", PolicyError), f"policy file {path}")
     return _compile(_merge(default, user))
 
 
 def _parse(text: str, origin: str) -> PolicyFile:
-    try:
-        document: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise PolicyError(f"{origin} is not valid YAML{where}: {problem}") from None
-    if document is None:
-        document = {}
-    if not isinstance(document, dict):
-        raise PolicyError(
-            f"{origin} must hold a mapping (allowed keys: {', '.join(sorted(PolicyFile.model_fields))}), "
-            f"not a {type(document).__name__}"
-        )
+    allowed = ", ".join(sorted(PolicyFile.model_fields))
+    document = parse_mapping(text, origin, PolicyError, f"a mapping (allowed keys: {allowed})")
     try:
         return PolicyFile.model_validate(document)
     except ValidationError as exc:
