@@ -69,7 +69,10 @@ def test_password_from_file_is_secret(tmp_path: Path) -> None:
         (VALID.replace("kafka-0.example:9092", "kafka-0.example"), "is not host:port"),
         (VALID.replace("{id: 2, host: kafka-1.example}", "{id: 1, host: kafka-1.example}"), "repeated: [1]"),
         (VALID.replace('jmx_url: "service', 'jmx_url: "http'), "is not a JMX service URL"),
-        (VALID + "colection: {}\n", "colection: unknown field; allowed: clusters, collection, java, log_level, policy_file, web"),
+        (
+            VALID + "colection: {}\n",
+            "colection: unknown field; allowed: clusters, collection, java, log_level, policy_file, web",
+        ),
         (VALID.replace("jmx: {port: 9999}", "jmx: {prot: 9999}"), "clusters.0.jmx.prot: unknown field; allowed:"),
         ("clusters: []\n", "clusters: List should have at least 1 item"),
         ("log_level: LOUD\n" + VALID, "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
