@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.client_inventory import InventoryBuilder
 from exporter.exposition import Exposition, render_snapshot
+from exporter.policy import load_policy
 from exporter.snapshot import JmxReading, Snapshot, SourceKey, SourceResult
 from exporter.sources.jmx import parse_reading
 from exporter.sources.object_name import parse_object_name
@@ -74,7 +76,10 @@ def test_suite_full_only_when_every_key_is_live() -> None:
 
 
 def snapshot_of(*results: SourceResult) -> Snapshot:
-    return Snapshot(sequence=1, taken_at=1.0, cycle_duration_seconds=0.5, results=results, clusters=("prod",))
+    inventory = InventoryBuilder(load_policy(None), max_versions_per_cluster=1000).build(results)
+    return Snapshot(
+        sequence=1, taken_at=1.0, cycle_duration_seconds=0.5, results=results, clusters=("prod",), inventory=inventory
+    )
 
 
 def samples(body: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
