@@ -17,6 +17,7 @@ from exporter.collection import SOURCE_API_VERSIONS, SOURCE_JMX, CollectionLoop
 from exporter.config import ConfigError, Settings, load_settings
 from exporter.exposition import Exposition, render_snapshot
 from exporter.http import make_app
+from exporter.inventory.cli import add_arguments as add_inventory_arguments
 from exporter.policy import Policy, PolicyError, load_policy
 from exporter.web_config import WebServing, load_web_config
 from exporter.web_security import security_middlewares
@@ -58,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                 default=None,
                 help="exporter-toolkit web config: TLS, client certificates, basic auth (default: web.config_file)",
             )
+    inventory = commands.add_parser("inventory", help="fleet inventory from broker request logs, on Spark")
+    add_inventory_arguments(inventory)
     return parser
 
 
@@ -105,6 +108,10 @@ async def _collect_once(settings: Settings, policy: Policy) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "inventory":  # needs no exporter config; imports pyspark only here
+        from exporter.inventory.cli import run as run_inventory
+
+        return run_inventory(args)
     try:
         settings = load_settings(args.config)
         web_config_file = getattr(args, "web_config_file", None) or settings.web.config_file

@@ -1,0 +1,75 @@
+"""What a ``kafka.request.logger`` "Completed request:" line looks like (kafka-reference request-log.md).
+
+The patterns are written in the common subset of Java and Python regular expressions (numbered groups only),
+so the Spark job (``regexp_extract``, Java) and the reference parser (``re``) read lines identically.
+"""
+
+from __future__ import annotations
+
+#: File names the broker's appenders write (``kafka-request.log`` and its hourly roll-overs, maybe gzipped).
+FILE_GLOB = "kafka-request.log*"
+
+COMPLETED = "Completed request:"
+JSON_MARKER = COMPLETED + "{"
+TEXT_MARKER = COMPLETED + "RequestHeader("
+LOGGER_SUFFIX = " (kafka.request.logger)"
+CONNECTION_MARKER = " from connection "
+
+#: ``[yyyy-MM-dd HH:mm:ss,SSS] LEVEL `` at the start of every log4j line; group 1 is the timestamp.
+TIMESTAMP = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ "
+TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
+
+#: A whole 2.x text line, matched once: the greedy `` -- .*`` reaches the LAST " from connection " whose tail
+#: fits the layout. Groups: 1 apiKey enum name, 2 apiVersion, 3 clientId (``null`` when absent), 4 connection
+#: id, 5 principal (greedy: SSL distinguished names contain commas), 6 listener, 7/8 clientInformation (2.5+).
+TEXT_LINE = (
+    r"^\[[^\]]+\] [A-Z]+ Completed request:RequestHeader\(apiKey=([A-Z_]+), apiVersion=(-?\d+), clientId=(.*?), "
+    r"correlationId=-?\d+\) -- .* from connection (\S+);totalTime:[-0-9.E]+,requestQueueTime:[-0-9.E]+,"
+    r"localTime:[-0-9.E]+,remoteTime:[-0-9.E]+,throttleTime:[-0-9.E]+,responseQueueTime:[-0-9.E]+,"
+    r"sendTime:[-0-9.E]+,securityProtocol:[A-Z_]+,principal:(.*),listener:([^,]+?)"
+    r"(?:,clientInformation:ClientInformation\(softwareName=(.*?), softwareVersion=(.*?)\))?"
+    r"(?:,temporaryMemoryBytes:\d+)?(?:,messageConversionsTime:[-0-9.E]+)? \(kafka\.request\.logger\)$"
+)
+TEXT_FIELDS = 8  # groups of TEXT_LINE, in the order above
+#: The Spark job rewrites a matching line into its groups joined by this separator (one regex run per line);
+#: the leading marker tells a rewritten line from an unmatched one, which regexp_replace returns unchanged.
+TEXT_SEPARATOR = "\u0001"
+TEXT_MATCHED = "\u0002"
+
+#: Text bodies (``Struct.toString()``), matched on the whole line, only for the APIs that need them.
+TEXT_API_VERSIONS_REQUEST = r" -- \{client_software_name=([^,}]*),client_software_version=([^,}]*)"
+TEXT_RESPONSE_ERROR_CODE = r",response:\{error_code=(-?\d+)"
+TEXT_GROUP_ID = r" -- \{group_id=([^,}]*)"
+TEXT_PROTOCOL_TYPE = r" -- \{[^ ]*?protocol_type=([^,}]*)"
+TEXT_OFFERED_PROTOCOL = r"\{name=([^,}]*)"
+# JoinGroup answers with the chosen protocol; SyncGroup v5+ repeats it in the request.
+TEXT_REQUEST_PROTOCOL_NAME = r" -- \{[^ ]*?protocol_name=([^,}]*)"
+TEXT_RESPONSE_PROTOCOL_NAME = r",response:\{[^ ]*?protocol_name=([^,}]*)"
+
+#: Connection id: ``<localIp>:<localPort>-<remoteIp>:<remotePort>-[<processor>-]<index>``; IPv6 addresses have
+#: no brackets (and no ``-``), so the host is everything before the last ``:`` of the second segment.
+CONNECTION = r"^[^-]+:\d+-([^-]+):\d+-\d+(?:-\d+)?$"
+
+API_VERSIONS_KEY = 18
+JOIN_GROUP_KEY = 11
+SYNC_GROUP_KEY = 14
+GROUP_KEYS = (JOIN_GROUP_KEY, SYNC_GROUP_KEY)
+
+UNKNOWN = "unknown"
+
+# Software priority per line: an ApiVersions request body names the software for its connection even when the
+# line's own clientInformation still says unknown (registration happens after the context is captured);
+# later lines carry what was registered.
+PRIORITY_API_VERSIONS_BODY = 2
+PRIORITY_CLIENT_INFORMATION = 1
+PRIORITY_UNKNOWN = 0
+
+# Why a line was not used (the ``malformed`` table's ``reason``).
+REASON_NOT_REQUEST_LINE = "not a 'Completed request:' line of kafka.request.logger"
+REASON_NO_TIMESTAMP = "no [yyyy-MM-dd HH:mm:ss,SSS] timestamp at the start"
+REASON_BAD_JSON = "JSON form: the JSON is cut off or invalid, or lacks requestHeader/connection"
+REASON_BAD_TEXT = "text form: the header or the ';totalTime:...' tail does not match the 2.x layout"
+REASON_UNKNOWN_API = "text form: apiKey names no API known in any release"
+
+MALFORMED_SAMPLE_BUCKETS = 20  # at most this many sample lines per reason
+MALFORMED_SAMPLE_CHARS = 2000

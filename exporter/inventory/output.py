@@ -1,0 +1,53 @@
+"""Writing the tables: Parquet directories, single-file CSVs and the HTML report, on any Hadoop file system."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+
+def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm  # the Hadoop FileSystem API is only reachable through the JVM gateway
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return fs, hadoop_path
+
+
+def join_path(directory: str, name: str) -> str:
+    return directory.rstrip("/") + "/" + name
+
+
+def write_parquet(df: DataFrame, directory: str, name: str) -> str:
+    path = join_path(directory, name)
+    df.write.mode("overwrite").parquet(path)
+    return path
+
+
+def write_single_csv(spark: SparkSession, df: DataFrame, directory: str, name: str) -> str:
+    """``<directory>/<name>.csv`` as one file with a header (Spark writes a directory of parts; merge via one
+    partition and move the part file)."""
+    staging = join_path(directory, f"_{name}.csv.tmp")
+    target = join_path(directory, f"{name}.csv")
+    df.coalesce(1).write.mode("overwrite").option("header", "true").csv(staging)
+    fs, staging_path = _hadoop(spark, staging)
+    parts = [s.getPath() for s in fs.listStatus(staging_path) if s.getPath().getName().startswith("part-")]
+    _fs, target_path = _hadoop(spark, target)
+    fs.delete(target_path, False)
+    if len(parts) != 1:
+        raise RuntimeError(f"expected one CSV part file under {staging}, found {len(parts)}")
+    fs.rename(parts[0], target_path)
+    fs.delete(staging_path, True)
+    return target
+
+
+def write_text(spark: SparkSession, directory: str, name: str, text: str) -> str:
+    path = join_path(directory, name)
+    fs, hadoop_path = _hadoop(spark, path)
+    stream = fs.create(hadoop_path, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+    return path

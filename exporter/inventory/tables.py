@@ -1,0 +1,145 @@
+"""The inventory tables, built from ONE aggregation over the parsed lines (``line_groups``).
+
+``line_groups`` is the only pass over the raw data: lines are grouped by connection, clientId, principal,
+listener, API and version (plus the group fields of JoinGroup/SyncGroup, and reason/sample bucket for lines
+that did not parse). It is small (distinct connections x APIs), so it is persisted and every table below is
+derived from it without reading the logs again.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from exporter.inventory import log_format as lf
+
+CLIENT_KEY = ["client_id", "principal", "source_host", "listener", "software_name", "software_version"]
+_USAGE_KEY = ["connection", "client_id", "principal", "listener", "api_key", "api_version"]
+_GROUP_FIELDS = ["group_id", "protocol_type", "protocol_name", "offered_protocols"]
+
+
+def _timestamp(column: str) -> Column:
+    # Log timestamps are the broker's local wall clock without a zone: keep them zone-less.
+    return F.to_timestamp_ntz(F.col(column), F.lit(lf.TIMESTAMP_FORMAT))
+
+
+def line_groups(parsed: DataFrame) -> DataFrame:
+    bad = F.col("reason").isNotNull()
+    bucket = F.when(bad, F.pmod(F.xxhash64("line"), F.lit(lf.MALFORMED_SAMPLE_BUCKETS)))
+    return parsed.groupBy("reason", bucket.alias("bucket"), *_USAGE_KEY, *_GROUP_FIELDS).agg(
+        F.count(F.lit(1)).alias("requests"),
+        F.min("ts").alias("first_ts"),
+        F.max("ts").alias("last_ts"),
+        F.max("software").alias("software"),
+        F.min(F.when(bad, F.substring("line", 1, lf.MALFORMED_SAMPLE_CHARS))).alias("sample_line"),
+        F.min(F.when(bad, F.col("file"))).alias("sample_file"),
+    )
+
+
+def resolved_usage(groups: DataFrame) -> DataFrame:
+    """Usable groups with each connection's software (the best seen on the connection) and source host."""
+    usable = groups.where(F.col("reason").isNull())
+    per_connection = usable.groupBy("connection").agg(F.max("software").alias("connection_software"))
+    return usable.join(per_connection, "connection").select(
+        *_USAGE_KEY,
+        *_GROUP_FIELDS,
+        "requests",
+        "first_ts",
+        "last_ts",
+        F.nullif(F.regexp_extract("connection", lf.CONNECTION, 1), F.lit("")).alias("source_host"),
+        F.col("connection_software.name").alias("software_name"),
+        F.col("connection_software.version").alias("software_version"),
+    )
+
+
+def clients(usage: DataFrame) -> DataFrame:
+    return (
+        usage.groupBy(*CLIENT_KEY)
+        .agg(
+            F.min("first_ts").alias("first_seen"),
+            F.max("last_ts").alias("last_seen"),
+            F.sum("requests").alias("requests"),
+            F.count_distinct("connection").alias("connections"),
+        )
+        .select(
+            *CLIENT_KEY,
+            _timestamp("first_seen").alias("first_seen"),
+            _timestamp("last_seen").alias("last_seen"),
+            "requests",
+            "connections",
+        )
+    )
+
+
+def api_usage(usage: DataFrame, api_names: DataFrame) -> DataFrame:
+    """Per client, API and version: requests, connections, first/last seen; ``api_names`` maps key -> name."""
+    return (
+        usage.groupBy(*CLIENT_KEY, "api_key", "api_version")
+        .agg(
+            F.sum("requests").alias("requests"),
+            F.count_distinct("connection").alias("connections"),
+            F.min("first_ts").alias("first_seen"),
+            F.max("last_ts").alias("last_seen"),
+        )
+        .join(F.broadcast(api_names), "api_key", "left")
+        .select(
+            *CLIENT_KEY,
+            "api_key",
+            "api_name",
+            "api_version",
+            "requests",
+            "connections",
+            _timestamp("first_seen").alias("first_seen"),
+            _timestamp("last_seen").alias("last_seen"),
+        )
+    )
+
+
+def _sorted_set(column: str) -> Column:
+    return F.array_join(F.array_sort(F.collect_set(column)), ",")
+
+
+def _versions(api_key: int) -> Column:
+    return F.array_join(F.array_sort(F.collect_set(F.when(F.col("api_key") == api_key, F.col("api_version")))), ",")
+
+
+def group_protocols(usage: DataFrame) -> DataFrame:
+    """KIP-559: per consumer group and clientId, the protocol type and name seen in JoinGroup/SyncGroup."""
+    return (
+        usage.where(F.col("api_key").isin(*lf.GROUP_KEYS) & F.col("group_id").isNotNull())
+        .groupBy("group_id", "client_id")
+        .agg(
+            _sorted_set("protocol_type").alias("protocol_types"),
+            _sorted_set("protocol_name").alias("protocol_names"),
+            F.array_join(
+                F.array_sort(F.array_distinct(F.flatten(F.collect_set(F.split("offered_protocols", ","))))), ","
+            ).alias("offered_protocols"),
+            _versions(lf.JOIN_GROUP_KEY).alias("join_group_versions"),
+            _versions(lf.SYNC_GROUP_KEY).alias("sync_group_versions"),
+            _sorted_set("principal").alias("principals"),
+            F.array_join(F.array_sort(F.collect_set(F.concat_ws("/", "software_name", "software_version"))), ",").alias(
+                "software"
+            ),
+            F.sum("requests").alias("requests"),
+            F.min("first_ts").alias("first_seen"),
+            F.max("last_ts").alias("last_seen"),
+        )
+        .select(
+            "*",
+            _timestamp("first_seen").alias("first_seen_ts"),
+            _timestamp("last_seen").alias("last_seen_ts"),
+        )
+        .drop("first_seen", "last_seen")
+        .withColumnsRenamed({"first_seen_ts": "first_seen", "last_seen_ts": "last_seen"})
+    )
+
+
+def malformed(groups: DataFrame) -> DataFrame:
+    """One row per sample line (at most MALFORMED_SAMPLE_BUCKETS per reason) with the reason's total."""
+    bad = groups.where(F.col("reason").isNotNull())
+    totals = bad.groupBy("reason").agg(F.sum("requests").alias("lines"))
+    return (
+        bad.select("reason", "sample_file", "sample_line")
+        .join(totals, "reason")
+        .select("reason", "lines", F.col("sample_file").alias("file"), F.col("sample_line").alias("line"))
+    )

@@ -1,0 +1,192 @@
+"""Regenerates the shipped sample request logs: ``python samples/request-logs/generate.py`` (needs setup.sh).
+
+``double/``: written by the broker double (kafka_double) while REAL clients talk to it: kcat (librdkafka) with
+chosen software names, confluent-kafka, kafka-python, aiokafka and kafkajs, on three brokers of different eras:
+broker 1 runs 2.6.0 (2.x text form with clientInformation), broker 2 runs 3.9.0 (JSON form), broker 3 runs
+4.1.0 (JSON form, connection ids with a processor segment). A raw legacy client (kafka_double.raw_client)
+sends Produce v2 and Metadata v1 to broker 2, as a pre-2.1 client would: the 4.0 upgrade blocker. Broker 1's
+log is gzipped under an hourly roll-over name.
+
+``synthetic/``: JoinGroup and SyncGroup lines. The double serves no group APIs, so these are rendered by the
+double's own request-log writer (kafka_double.request_log.format_line) from kafka-python JoinGroup/SyncGroup
+messages for a Java consumer group and a Connect group, without a connection behind them. Every line there
+is synthetic; every line under ``double/`` was produced by a real request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from kafka_double.clients import ClientKind, ClientMix, available_kinds
+from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
+from kafka_double.raw_client import RawConnection
+from kafka_double.registry import ClientInformation, MemorySink
+from kafka_double.releases import get_release
+from kafka_double.request_log import CompletedRequest, format_line
+from kafka_double.wire import REQUEST_CLASSES, RESPONSE_CLASSES, RequestFrame
+
+ProduceRequest, MetadataRequest = REQUEST_CLASSES[0], REQUEST_CLASSES[3]
+JoinGroupRequest, JoinGroupResponse = REQUEST_CLASSES[11], RESPONSE_CLASSES[11]
+SyncGroupRequest, SyncGroupResponse = REQUEST_CLASSES[14], RESPONSE_CLASSES[14]
+
+HERE = Path(__file__).resolve().parent
+LISTENERS = [ListenerSpec("PLAINTEXT", network_processors=2), ListenerSpec("INTERNAL", network_processors=1)]
+BROKERS = [
+    BrokerSpec(id=1, release="2.6.0", listeners=LISTENERS),
+    BrokerSpec(id=2, release="3.9.0", listeners=LISTENERS),
+    BrokerSpec(id=3, release="4.1.0", listeners=LISTENERS),
+]
+PLAINTEXT_CLIENTS = [
+    (ClientKind.KCAT, "billing-service", "1.4.2"),
+    (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT"),
+    ClientKind.CONFLUENT,
+    ClientKind.KAFKA_PYTHON,
+    ClientKind.AIOKAFKA,
+]
+INTERNAL_CLIENTS = [(ClientKind.KCAT, "inventory-sync", "3.2.0"), ClientKind.KAFKAJS]
+
+
+def _real_logs(target: Path) -> None:
+    kinds = set(available_kinds())
+    missing = [s for s in PLAINTEXT_CLIENTS + INTERNAL_CLIENTS if (s[0] if isinstance(s, tuple) else s) not in kinds]
+    if missing:
+        raise SystemExit(f"generate: clients not installed: {missing}; run scripts/setup.sh")
+    with DoubleCluster(BROKERS, request_log_dir=target, mbean_host=MemorySink()) as cluster:
+        with contextlib.ExitStack() as clients:
+            # Each broker as its clients' only bootstrap server, so every era's log gets every client.
+            for broker in BROKERS:
+                for listener, specs in (("PLAINTEXT", PLAINTEXT_CLIENTS), ("INTERNAL", INTERNAL_CLIENTS)):
+                    port = cluster.broker(broker.id).listener_port(listener)
+                    clients.enter_context(ClientMix(f"{cluster.host}:{port}", specs))
+            time.sleep(2.0)  # let every client finish its bootstrap requests
+        with RawConnection(cluster.broker(2).listener_port("PLAINTEXT")) as legacy:
+            legacy.request(MetadataRequest(version=1, topics=None), correlation_id=1, client_id="legacy-billing")
+            produce = ProduceRequest(version=2, acks=1, timeout_ms=30000, topic_data=[])
+            legacy.request(produce, correlation_id=2, client_id="legacy-billing")
+        cluster.sync()
+    old = target / "broker-1" / "kafka-request.log"
+    with old.open("rb") as src, gzip.open(old.with_name("kafka-request.log.2026-01-01-10.gz"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    old.unlink()
+
+
+def _group_line(release: str, frame: RequestFrame, request, response, connection: str, software: tuple[str, str]):
+    completed = CompletedRequest(
+        frame=frame,
+        api_name="JoinGroup" if frame.api_key == 11 else "SyncGroup",
+        request=request,
+        response=response,
+        connection_id=connection,
+        listener="PLAINTEXT",
+        security_protocol="PLAINTEXT",
+        client_information=ClientInformation(*software),
+        received_at=0.0,
+        dequeued_at=0.0001,
+        handled_at=0.0004,
+        sent_at=0.0006,
+    )
+    return format_line(get_release(release), completed, wall_time=1767261600.0 + frame.correlation_id)
+
+
+def _synthetic_groups(target: Path) -> None:
+    """A Java 3.9 consumer (range/cooperative-sticky) and a Connect 2.6 worker (sessioned) joining groups."""
+    lines = []
+    members = [
+        (
+            "3.9.0",
+            "orders-svc",
+            "consumer-orders-svc-1",
+            "consumer",
+            ["range", "cooperative-sticky"],
+            "range",
+            "10.0.0.2:9092-10.0.7.21:51220-3",
+            ("apache-kafka-java", "3.9.0"),
+            9,
+            5,
+        ),
+        (
+            "2.6.0",
+            "connect-cluster",
+            "connect-1",
+            "connect",
+            ["sessioned", "compatible"],
+            "sessioned",
+            "10.0.0.1:9092-10.0.7.40:40110-8",
+            ("apache-kafka-java", "2.6.0"),
+            7,
+            5,
+        ),
+    ]
+    for release, group, client_id, ptype, offered, chosen, conn, software, join_v, sync_v in members:
+        rel = get_release(release)
+        protocols = [JoinGroupRequest.JoinGroupRequestProtocol(version=join_v, name=n, metadata=b"") for n in offered]
+        join = JoinGroupRequest(
+            version=join_v,
+            group_id=group,
+            session_timeout_ms=45000,
+            rebalance_timeout_ms=300000,
+            member_id="",
+            group_instance_id=None,
+            protocol_type=ptype,
+            protocols=protocols,
+            reason=None,
+        )
+        joined = JoinGroupResponse(
+            version=join_v,
+            throttle_time_ms=0,
+            error_code=0,
+            generation_id=1,
+            protocol_type=ptype,
+            protocol_name=chosen,
+            leader=f"{client_id}-m1",
+            skip_assignment=False,
+            member_id=f"{client_id}-m1",
+            members=[],
+        )
+        sync = SyncGroupRequest(
+            version=sync_v,
+            group_id=group,
+            generation_id=1,
+            member_id=f"{client_id}-m1",
+            group_instance_id=None,
+            protocol_type=ptype,
+            protocol_name=chosen,
+            assignments=[],
+        )
+        synced = SyncGroupResponse(
+            version=sync_v,
+            throttle_time_ms=0,
+            error_code=0,
+            protocol_type=ptype,
+            protocol_name=chosen,
+            assignment=b"",
+        )
+        for api_key, version, correlation, request, response in (
+            (11, join_v, 10, join, joined),
+            (14, sync_v, 11, sync, synced),
+        ):
+            header_version = 2 if rel.api(api_key).is_flexible(version) else 1
+            frame = RequestFrame(api_key, version, correlation, client_id, header_version, b"")
+            lines.append(_group_line(release, frame, request, response, conn, software))
+    out = target / "broker-9" / "kafka-request.log"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main() -> int:
+    for name in ("double", "synthetic"):
+        shutil.rmtree(HERE / name, ignore_errors=True)
+    _real_logs(HERE / "double")
+    _synthetic_groups(HERE / "synthetic")
+    total = sum(p.stat().st_size for p in HERE.rglob("kafka-request.log*"))
+    print(f"samples written under {HERE} ({total:,} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
