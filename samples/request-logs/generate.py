@@ -24,6 +24,9 @@ from pathlib import Path
 
 from kafka_double.clients import ClientKind, ClientMix, available_kinds
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
+
+# The demo's PLAINTEXT mix: the sample shows the same fleet the README's main job shows.
+from kafka_double.demo import PLAINTEXT_CLIENTS
 from kafka_double.raw_client import RawConnection
 from kafka_double.registry import ClientInformation, MemorySink
 from kafka_double.releases import get_release
@@ -40,13 +43,6 @@ BROKERS = [
     BrokerSpec(id=1, release="2.6.0", listeners=LISTENERS),
     BrokerSpec(id=2, release="3.9.0", listeners=LISTENERS),
     BrokerSpec(id=3, release="4.1.0", listeners=LISTENERS),
-]
-PLAINTEXT_CLIENTS = [
-    (ClientKind.KCAT, "billing-service", "1.4.2"),
-    (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT"),
-    ClientKind.CONFLUENT,
-    ClientKind.KAFKA_PYTHON,
-    ClientKind.AIOKAFKA,
 ]
 INTERNAL_CLIENTS = [(ClientKind.KCAT, "inventory-sync", "3.2.0"), ClientKind.KAFKAJS]
 
