@@ -31,7 +31,6 @@ from inventory_logs import generate  # noqa: E402
 
 from exporter.inventory import reference_parser  # noqa: E402
 
-STAMP = "yyyy-MM-dd HH:mm:ss,SSS"
 DRIVER_MEMORY = "2g"
 
 
@@ -45,10 +44,10 @@ def _peak_rss_kb(pid: int) -> int:
 def spark_run(data: Path, out: Path, dump: Path | None) -> dict[str, float]:
     """Runs in a child process: one full inventory job, then the JVM's and this process's peak RSS."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import functions as F
 
     from exporter.inventory.job import InventoryOptions, run_inventory
     from exporter.inventory.session import build_session
+    from exporter.inventory.tables import clients_as_logged
 
     started = time.monotonic()
     spark = build_session(None, {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})
@@ -57,18 +56,7 @@ def spark_run(data: Path, out: Path, dump: Path | None) -> dict[str, float]:
     jvm_pid = spark.sparkContext._gateway.proc.pid  # the driver JVM pyspark launched
     jvm_peak = _peak_rss_kb(jvm_pid)
     if dump is not None:
-        clients = spark.read.parquet(str(out / "clients")).select(
-            "client_id",
-            "principal",
-            "source_host",
-            "listener",
-            "software_name",
-            "software_version",
-            F.date_format("first_seen", STAMP).alias("first_seen"),
-            F.date_format("last_seen", STAMP).alias("last_seen"),
-            "requests",
-            "connections",
-        )
+        clients = clients_as_logged(spark.read.parquet(str(out / "clients")))
         with dump.open("w", encoding="utf-8") as fh:
             for row in clients.toLocalIterator():  # streamed partition by partition, never collected whole
                 fh.write(json.dumps(list(row)) + "\n")

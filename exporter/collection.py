@@ -30,7 +30,7 @@ SOURCE_CLIENT_METRICS = "client_metrics"
 # Cluster-level sources (metadata, client-metrics subscriptions) are reported under this pseudo broker.
 CLUSTER_BROKER = "bootstrap"
 # A broker that drops out of the metadata (killed, fenced) keeps being polled, and reported down, this
-# long after its last successful poll; after that it is taken as decommissioned and its series go.
+# long after it was last in the metadata; after that it is taken as decommissioned and its series go.
 FORGET_ABSENT_BROKER_SECONDS = 600.0
 
 
@@ -50,7 +50,7 @@ class BrokerTarget:
 @dataclass
 class _KnownBroker:
     address: BrokerAddress
-    last_seen: float  # monotonic time it was last in the metadata or answered
+    last_seen: float  # monotonic time it was last in the metadata
 
 
 async def _no_results() -> list[SourceResult]:
@@ -125,6 +125,7 @@ class CollectionLoop:
                 now - known[node_id].last_seen,
             )
             del known[node_id]
+            self._api_versions_start.pop((cluster.name, node_id), None)
         return [known[n].address for n in sorted(known)], self._result(key, started, None)
 
     # -- one cycle -------------------------------------------------------------------------------------
@@ -170,7 +171,7 @@ class CollectionLoop:
     async def _poll_api_versions(self, cluster: str, broker: BrokerAddress) -> SourceResult:
         key = SourceKey(cluster, str(broker.node_id), SOURCE_API_VERSIONS)
         started = time.monotonic()
-        start_version = self._api_versions_start.get((cluster, broker.node_id), 99)
+        start_version = self._api_versions_start.get((cluster, broker.node_id))
         try:
             facts = await self._sessions[cluster].call(read_broker_facts, broker.node_id, broker.host, start_version)
         except ProtocolError as error:
@@ -178,9 +179,6 @@ class CollectionLoop:
         own = facts.api(18)
         if own is not None:
             self._api_versions_start[(cluster, broker.node_id)] = own.max_version
-        known = self._known[cluster].get(broker.node_id)
-        if known is not None:
-            known.last_seen = time.monotonic()
         return self._result(key, started, None, broker=facts)
 
     async def _poll_client_metrics(self, cluster: str, brokers: list[SourceResult]) -> SourceResult | None:

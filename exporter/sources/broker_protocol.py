@@ -41,14 +41,15 @@ async def _connection(manager: KafkaConnectionManager, node_id: int):  # type: i
 
 
 async def read_broker_facts(
-    manager: KafkaConnectionManager, node_id: int, host: str, start_version: int
+    manager: KafkaConnectionManager, node_id: int, host: str, start_version: int | None
 ) -> BrokerFacts:
     """ApiVersions at the highest version both sides support, with KIP-511's fallback: on
     UNSUPPORTED_VERSION retry at the maximum the broker advertises for key 18 (v0 when it names none, as
     brokers before 2.4 do), and once answered below the broker's own maximum, ask again at that maximum."""
     conn = await _connection(manager, node_id)
     ours = ApiVersionsRequest.max_version
-    version = min(start_version, ours)
+    # None: a broker not asked before, so start at our own maximum.
+    version = ours if start_version is None else min(start_version, ours)
     tried: list[int] = []
     while True:
         tried.append(version)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import ssl
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -63,9 +62,7 @@ def classify(exc: BaseException) -> str:
         Errors.KafkaConnectionError
         | Errors.NodeNotReadyError
         | Errors.UnknownBrokerIdError
-        | ConnectionError
-        | ssl.SSLError
-        | OSError,
+        | OSError,  # refused, reset, TLS handshake (ssl.SSLError is an OSError)
     ):
         return "connection"
     return "protocol"

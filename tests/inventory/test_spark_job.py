@@ -21,21 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def spark_clients(tables: InventoryTables) -> list[reference_parser.ClientRow]:
-    from pyspark.sql import functions as F
+    from exporter.inventory.tables import clients_as_logged
 
-    stamp = "yyyy-MM-dd HH:mm:ss,SSS"
-    rows = tables.clients.select(
-        "client_id",
-        "principal",
-        "source_host",
-        "listener",
-        "software_name",
-        "software_version",
-        F.date_format("first_seen", stamp),
-        F.date_format("last_seen", stamp),
-        "requests",
-        "connections",
-    ).collect()
+    rows = clients_as_logged(tables.clients).collect()
     return sorted((reference_parser.ClientRow(*row) for row in rows), key=repr)
 
 
