@@ -87,7 +87,7 @@ def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str
         usage=usage,
         clients=clients,
         api_usage=api_usage,
-        upgrade_impact=upgrade.upgrade_impact(spark, clients, api_usage, target_release, ranges, policy),
+        upgrade_impact=upgrade.upgrade_impact(spark, clients, usage, api_usage, target_release, ranges, policy),
         group_protocols=tables.group_protocols(usage),
         malformed=tables.malformed(groups),
     )

@@ -16,8 +16,11 @@ LOGGER_SUFFIX = " (kafka.request.logger)"
 CONNECTION_MARKER = " from connection "
 
 #: ``[yyyy-MM-dd HH:mm:ss,SSS] LEVEL `` at the start of every log4j line; group 1 is the timestamp.
-TIMESTAMP = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] [A-Z]+ "
+_TS = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})"
+TIMESTAMP = r"^\[" + _TS + r"\] [A-Z]+ "
 TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
+#: The characters dropped from a timestamp to read it as one number (yyyyMMddHHmmssSSS), which orders like time.
+TIMESTAMP_SEPARATORS = "- :,"
 
 #: A whole 2.x text line, matched once: the greedy `` -- .*`` reaches the LAST " from connection " whose tail
 #: fits the layout. Groups: 1 apiKey enum name, 2 apiVersion, 3 clientId (``null`` when absent), 4 connection
@@ -35,6 +38,63 @@ TEXT_FIELDS = 8  # groups of TEXT_LINE, in the order above
 #: the leading marker tells a rewritten line from an unmatched one, which regexp_replace returns unchanged.
 TEXT_SEPARATOR = "\u0001"
 TEXT_MATCHED = "\u0002"
+
+#: The fast path. A line's header and tail are cut out with plain string search (the header ends at the first
+#: cut, the tail starts after the last) and matched on their own: a regular expression over a whole ~1 KB line is
+#: what costs. The patterns admit only the plain case (JSON strings without escapes, the documented key order,
+#: numbers that fit); a line they do not match is read by the general path (``TEXT_LINE``, ``from_json``), so
+#: they only decide how fast a line is read, never what is read from it.
+JSON_HEAD_END = ',"request":'
+JSON_TAIL_START = ',"connection":'
+TEXT_HEAD_END = ") -- "
+TEXT_TAIL_START = CONNECTION_MARKER
+_JSON_STRING = r'"([^"\\]*)"'
+_MS = r"[-0-9.E]+"
+#: Groups: 1 timestamp, 2 API key, 3 API version, 4 clientId as written (``null``, a quoted string, or empty
+#: when the header has none).
+JSON_HEAD = (
+    r"^\[" + _TS + r"\] [A-Z]+ Completed request:\{\"isForwarded\":(?:true|false),\"requestHeader\":\{"
+    r'"requestApiKey":(-?\d{1,5}),"requestApiVersion":(-?\d{1,5}),"correlationId":-?\d+'
+    r'(?:,"clientId":(null|"[^"\\]*"))?,"requestApiKeyName":"[A-Z_]+"(?:,"requestApiVersionDeprecated":true)?\}$'
+)
+#: Groups: 1 connection, 2 principal, 3 listener, 4/5 clientInformation name and version.
+JSON_TAIL = (
+    "^"
+    + _JSON_STRING
+    + r',"totalTimeMs":'
+    + _MS
+    + r',"requestQueueTimeMs":'
+    + _MS
+    + r',"localTimeMs":'
+    + _MS
+    + r',"remoteTimeMs":'
+    + _MS
+    + r',"throttleTimeMs":-?\d+,"responseQueueTimeMs":'
+    + _MS
+    + r',"sendTimeMs":'
+    + _MS
+    + r',"securityProtocol":"[A-Z_]+","principal":'
+    + _JSON_STRING
+    + r',"listener":'
+    + _JSON_STRING
+    + r',"clientInformation":\{"softwareName":'
+    + _JSON_STRING
+    + r',"softwareVersion":'
+    + _JSON_STRING
+    + r"\}"
+    + r'(?:,"temporaryMemoryBytes":\d+)?(?:,"messageConversionsTime":'
+    + _MS
+    + r")?\}"
+    + r"(?: \(kafka\.request\.logger\))?$"
+)
+#: Groups: 1 timestamp, 2 apiKey enum name, 3 apiVersion, 4 clientId.
+TEXT_HEAD = (
+    r"^\[" + _TS + r"\] [A-Z]+ Completed request:RequestHeader\(apiKey=([A-Z_]+), apiVersion=(-?\d+), "
+    r"clientId=(.*), correlationId=-?\d+$"
+)
+#: The tail of ``TEXT_LINE`` from the connection id on; groups as TEXT_LINE's 4 to 8.
+TEXT_TAIL = "^" + TEXT_LINE[TEXT_LINE.index(" from connection ") + len(" from connection ") :]
+FAST_FIELDS = 9  # timestamp, API, version, clientId, connection, principal, listener, software name, version
 
 #: Text bodies (``Struct.toString()``), matched on the whole line, only for the APIs that need them.
 TEXT_API_VERSIONS_REQUEST = r" -- \{client_software_name=([^,}]*),client_software_version=([^,}]*)"

@@ -101,37 +101,97 @@ def _api_key_map() -> Column:
     return F.create_map(*pairs)
 
 
-def parse_lines(lines: DataFrame) -> DataFrame:
-    """Columns: reason (null when usable), line, file, ts, api_key, api_version, client_id, connection,
-    principal, listener, software (SOFTWARE_TYPE), group_id, protocol_type, protocol_name, offered_protocols.
+def _groups(value: Column, pattern: str, count: int) -> Column:
+    """One regex run: ``value`` rewritten into the pattern's groups, or (unmatched) returned unchanged."""
+    return F.regexp_replace(
+        value, pattern, lf.TEXT_MATCHED + lf.TEXT_SEPARATOR.join(f"${i}" for i in range(1, count + 1))
+    )
 
-    Built in projections that each compute an expensive value once (from_json, regexes, the reason) and refer
-    to it by column afterwards, so the optimizer does not inline it into every consumer.
+
+def _split_groups(rewritten: str, source: Column, count: int) -> Column:
+    """The groups of a ``_groups`` column as an array, or null when the pattern did not match."""
+    value = F.col(rewritten)
+    fields = F.split(F.substr(value, F.lit(2)), lf.TEXT_SEPARATOR)
+    matched = value.startswith(lf.TEXT_MATCHED) & ~source.startswith(lf.TEXT_MATCHED)
+    return F.when(matched & (F.size(fields) == count), fields)
+
+
+def _fast_fields(lines: DataFrame, enabled: bool = True) -> DataFrame:
+    """Adds ``is_json``/``is_text`` (what follows the first "Completed request:") and ``fast``: the FAST_FIELDS
+    strings of a line the fast-path patterns read, null for any other line."""
+    line = F.col("line")
+    completed = F.instr(line, lf.COMPLETED)
+    text_start = lf.TEXT_MARKER[len(lf.COMPLETED) :]
+    after = F.when(completed > 0, F.substr(line, completed + len(lf.COMPLETED), F.lit(len(text_start))))
+    classified = lines.select(
+        "line",
+        "file",
+        F.coalesce(after.startswith("{"), F.lit(False)).alias("is_json"),
+        F.coalesce(after == text_start, F.lit(False)).alias("is_text"),
+    )
+    is_j, is_t = F.col("is_json"), F.col("is_text")
+    json_head = F.substring_index(line, lf.JSON_HEAD_END, 1)
+    json_tail = F.substring_index(line, lf.JSON_TAIL_START, -1)
+    text_head = F.substring_index(line, lf.TEXT_HEAD_END, 1)
+    text_tail = F.substring_index(line, lf.TEXT_TAIL_START, -1)
+    cut = classified.select(
+        "*",
+        F.when(is_j, json_head).otherwise(F.when(is_t, text_head)).alias("head"),
+        F.when(is_j, json_tail).otherwise(F.when(is_t, text_tail)).alias("tail"),
+    )
+    head, tail = F.col("head"), F.col("tail")
+    rewritten = cut.select(
+        "line",
+        "file",
+        "is_json",
+        "is_text",
+        "head",
+        "tail",
+        F.when(is_j, _groups(head, lf.JSON_HEAD, 4)).otherwise(_groups(head, lf.TEXT_HEAD, 4)).alias("head_groups"),
+        F.when(is_j, _groups(tail, lf.JSON_TAIL, 5)).otherwise(_groups(tail, lf.TEXT_TAIL, 5)).alias("tail_groups"),
+    )
+    fast = F.concat(_split_groups("head_groups", head, 4), _split_groups("tail_groups", tail, 5))
+    if not enabled:
+        fast = F.lit(None).cast(T.ArrayType(_STR))
+    return rewritten.select("line", "file", "is_json", "is_text", fast.alias("fast"))
+
+
+def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
+    """Columns: reason (null when usable), sample_line and sample_file (set only when not usable), ts, api_key,
+    api_version, client_id, connection, principal, listener, software (SOFTWARE_TYPE), group_id, protocol_type,
+    protocol_name, offered_protocols.
+
+    Most lines are read by the fast path (``log_format.JSON_HEAD`` etc.); the others by the general path below,
+    which is what defines the result (the fast patterns only admit lines it reads the same way). Built in
+    projections that each compute an expensive value once (regexes, from_json, the reason) and refer to it by
+    column afterwards, so the optimizer does not inline it into every consumer. ``fast_path=False`` reads every
+    line the general way (the tests compare both).
     """
     line = F.col("line")
-    is_json = F.instr(line, lf.JSON_MARKER) > 0
-    is_text = ~is_json & (F.instr(line, lf.TEXT_MARKER) > 0)
     payload = _json_payload(line)
+    fast = F.col("fast")
+    slow = fast.isNull()
     # JSON: the head (requestHeader) and the tail (from the last "connection" key on) as one small object. Cut
     # from the line itself: character-indexed substr over a whole line is what costs here. from_json stops at
     # the end of the object, so the " (kafka.request.logger)" after it is never read.
     json_frame = F.concat(
-        F.substring_index(F.substring_index(line, ',"request":', 1), lf.COMPLETED, -1),
-        F.lit(',"connection":'),
-        F.substring_index(line, ',"connection":', -1),
+        F.substring_index(F.substring_index(line, lf.JSON_HEAD_END, 1), lf.COMPLETED, -1),
+        F.lit(lf.JSON_TAIL_START),
+        F.substring_index(line, lf.JSON_TAIL_START, -1),
     )
     # Text: one regex run rewrites the line into its fields; an unmatched line comes back without the marker.
-    replacement = lf.TEXT_MATCHED + lf.TEXT_SEPARATOR.join(f"${i}" for i in range(1, lf.TEXT_FIELDS + 1))
-    rewritten = F.regexp_replace(line, lf.TEXT_LINE, replacement)
+    rewritten = _groups(line, lf.TEXT_LINE, lf.TEXT_FIELDS)
 
-    first = lines.select(
+    is_j, is_t = F.col("is_json"), F.col("is_text")
+    first = _fast_fields(lines, fast_path).select(
         "line",
         "file",
-        is_json.alias("is_json"),
-        is_text.alias("is_text"),
-        F.regexp_extract(line, lf.TIMESTAMP, 1).alias("ts"),
-        F.from_json(F.when(is_json, json_frame), JSON_FRAME_SCHEMA).alias("j"),
-        F.when(is_text, rewritten).alias("t"),
+        "is_json",
+        "is_text",
+        "fast",
+        F.when(slow, F.regexp_extract(line, lf.TIMESTAMP, 1)).alias("slow_ts"),
+        F.from_json(F.when(slow & is_j, json_frame), JSON_FRAME_SCHEMA).alias("j"),
+        F.when(slow & is_t, rewritten).alias("t"),
     )
     t = F.col("t")
     t_fields = F.when(t.startswith(lf.TEXT_MATCHED), F.split(F.substr(t, F.lit(2)), lf.TEXT_SEPARATOR))
@@ -140,35 +200,61 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     def field(index: int) -> Column:
         return F.try_element_at(F.col("t_fields"), F.lit(index))
 
+    def fast_field(index: int) -> Column:
+        return F.try_element_at(fast, F.lit(index))
+
+    j = F.col("j")
+    json_client_id = fast_field(4)
+    # Written as null, as a quoted string, or not at all (header v0); the fast path admits no escapes.
+    json_client_id = F.when(
+        json_client_id.startswith('"'), F.substr(json_client_id, F.lit(2), F.length(json_client_id) - 2)
+    )
+
+    def pick(json_slow: Column, text_slow: Column, fast_value: Column | None = None) -> Column:
+        return F.when(is_j, F.when(slow, json_slow).otherwise(fast_value)).otherwise(
+            F.when(slow, text_slow).otherwise(fast_value)
+        )
+
     stage = second.select(
         "line",
         "file",
         "is_json",
         "is_text",
-        "ts",
-        "j",
-        F.coalesce(field(1), F.lit("")).alias("t_api"),
-        field(2).alias("t_version"),
-        field(3).alias("t_client_id"),
-        F.coalesce(field(4), F.lit("")).alias("t_connection"),
-        field(5).alias("t_principal"),
-        field(6).alias("t_listener"),
-        field(7).alias("t_info_name"),
-        field(8).alias("t_info_version"),
+        F.when(slow, F.col("slow_ts")).otherwise(fast_field(1)).alias("ts"),
+        F.when(is_j, F.when(slow, j.requestHeader.requestApiKey).otherwise(fast_field(2).try_cast(_INT))).alias(
+            "json_api_key"
+        ),
+        F.when(is_t, F.coalesce(F.when(slow, field(1)).otherwise(fast_field(2)), F.lit(""))).alias("t_api"),
+        pick(j.requestHeader.requestApiVersion, field(2).try_cast(_INT), fast_field(3).try_cast(_INT)).alias(
+            "api_version"
+        ),
+        F.when(is_j, F.when(slow, j.requestHeader.clientId).otherwise(json_client_id))
+        .otherwise(F.when(slow, field(3)).otherwise(fast_field(4)))
+        .alias("raw_client_id"),
+        pick(j.connection, F.coalesce(field(4), F.lit("")), fast_field(5)).alias("connection"),
+        pick(j.principal, field(5), fast_field(6)).alias("principal"),
+        pick(j.listener, field(6), fast_field(7)).alias("listener"),
+        pick(j.clientInformation.softwareName, field(7), fast_field(8)).alias("info_name"),
+        pick(j.clientInformation.softwareVersion, field(8), fast_field(9)).alias("info_version"),
+        (
+            ~slow
+            | (
+                j.requestHeader.requestApiKey.isNotNull()
+                & j.requestHeader.requestApiVersion.isNotNull()
+                & j.connection.isNotNull()
+            )
+        ).alias("json_header_ok"),
     )
-    is_j, is_t = F.col("is_json"), F.col("is_text")
-    j = F.col("j")
     keyed = stage.select(
         "*",
-        F.when(is_j, j.requestHeader.requestApiKey)
+        F.when(is_j, F.col("json_api_key"))
         .otherwise(F.try_element_at(_api_key_map(), F.col("t_api")))
         .alias("api_key"),
     )
     api_key = F.col("api_key")
     needs_body = is_j & api_key.isin(*BODY_KEYS)
-    json_ok = j.requestHeader.requestApiKey.isNotNull() & j.requestHeader.requestApiVersion.isNotNull()
-    json_ok = json_ok & j.connection.isNotNull() & (~needs_body | F.col("jb").isNotNull())
-    t_matched = (F.col("t_api") != "") & (F.col("t_connection") != "")
+    json_ok = F.col("json_header_ok") & (~needs_body | F.col("jb").isNotNull())
+    t_matched = (F.col("t_api") != "") & (F.col("connection") != "")
     reason = (
         F.when(~is_j & ~is_t, F.lit(lf.REASON_NOT_REQUEST_LINE))
         .when(F.col("ts") == "", F.lit(lf.REASON_NO_TIMESTAMP))
@@ -177,84 +263,86 @@ def parse_lines(lines: DataFrame) -> DataFrame:
         .when(is_t & api_key.isNull(), F.lit(lf.REASON_UNKNOWN_API))
     )
     with_body = keyed.select("*", F.from_json(F.when(needs_body, payload), JSON_BODY_SCHEMA).alias("jb"))
-    judged = with_body.select("*", reason.alias("reason"))
-    return judged.select(
-        "reason",
-        "line",
-        "file",
-        *_usable_columns(F.col("reason").isNull()),
-    )
+    return _usable(with_body.select("*", reason.alias("reason")))
 
 
-def _usable_columns(usable: Column) -> list[Column]:
+def _usable(judged: DataFrame) -> DataFrame:
+    """The output columns of ``parse_lines``: null on a line that did not parse, and the request bodies read
+    only on the ApiVersions/JoinGroup/SyncGroup lines (their own projection, so no other line evaluates them)."""
     line, api_key = F.col("line"), F.col("api_key")
     is_j = F.col("is_json")
-    j, jb = F.col("j"), F.col("jb")
+    jb = F.col("jb")
     is_api_versions = api_key == lf.API_VERSIONS_KEY
     is_group = api_key.isin(*lf.GROUP_KEYS)
 
-    def text_when(condition: Column, pattern: str, group: int = 1) -> Column:
-        return F.when(condition, F.regexp_extract(line, pattern, group))
+    def text(pattern: str, group: int = 1) -> Column:
+        return F.regexp_extract(line, pattern, group)
 
-    body_name = F.when(is_j, jb.request.clientSoftwareName).otherwise(
-        text_when(is_api_versions, lf.TEXT_API_VERSIONS_REQUEST)
+    def api_versions_body(json_value: Column, text_value: Column) -> Column:
+        return F.when(is_api_versions, F.when(is_j, json_value).otherwise(text_value))
+
+    def group_body(json_value: Column, text_value: Column) -> Column:
+        return F.when(is_group, _blank_to_null(F.when(is_j, json_value).otherwise(text_value)))
+
+    with_bodies = judged.select(
+        "*",
+        api_versions_body(jb.request.clientSoftwareName, text(lf.TEXT_API_VERSIONS_REQUEST)).alias("body_name"),
+        api_versions_body(jb.request.clientSoftwareVersion, text(lf.TEXT_API_VERSIONS_REQUEST, 2)).alias(
+            "body_version"
+        ),
+        api_versions_body(jb.response.errorCode == 0, text(lf.TEXT_RESPONSE_ERROR_CODE) == "0").alias("accepted"),
+        group_body(jb.request.groupId, text(lf.TEXT_GROUP_ID)).alias("group_id"),
+        group_body(F.coalesce(jb.request.protocolType, jb.response.protocolType), text(lf.TEXT_PROTOCOL_TYPE)).alias(
+            "protocol_type"
+        ),
+        group_body(
+            F.coalesce(_blank_to_null(jb.request.protocolName), _blank_to_null(jb.response.protocolName)),
+            F.coalesce(
+                _blank_to_null(text(lf.TEXT_REQUEST_PROTOCOL_NAME)),
+                _blank_to_null(text(lf.TEXT_RESPONSE_PROTOCOL_NAME)),
+            ),
+        ).alias("protocol_name"),
+        group_body(
+            F.array_join(jb.request.protocols.getField("name"), ","),
+            F.array_join(F.regexp_extract_all(line, F.lit(lf.TEXT_OFFERED_PROTOCOL), F.lit(1)), ","),
+        ).alias("offered_protocols"),
     )
-    body_version = F.when(is_j, jb.request.clientSoftwareVersion).otherwise(
-        text_when(is_api_versions, lf.TEXT_API_VERSIONS_REQUEST, 2)
-    )
-    accepted = F.when(is_j, jb.response.errorCode == 0).otherwise(
-        text_when(is_api_versions, lf.TEXT_RESPONSE_ERROR_CODE) == "0"
-    )
-    info_name = _known(F.when(is_j, j.clientInformation.softwareName).otherwise(F.col("t_info_name")))
-    info_version = _known(F.when(is_j, j.clientInformation.softwareVersion).otherwise(F.col("t_info_version")))
+    body_name = F.col("body_name")
+    info_name = _known(F.col("info_name"))
+    info_version = _known(F.col("info_version"))
+
+    def software_of(priority: int, name: Column, version: Column) -> Column:
+        return F.struct(F.lit(priority).alias("priority"), name.alias("name"), version.alias("version"))
+
     software = (
         F.when(
-            is_api_versions & accepted & (F.length(body_name) > 0),
-            F.struct(F.lit(lf.PRIORITY_API_VERSIONS_BODY), body_name, _known(body_version)),
+            F.coalesce(F.col("accepted"), F.lit(False)) & (body_name != ""),
+            software_of(lf.PRIORITY_API_VERSIONS_BODY, body_name, _known(F.col("body_version"))),
         )
         .when(
             (info_name != lf.UNKNOWN) | (info_version != lf.UNKNOWN),
-            F.struct(F.lit(lf.PRIORITY_CLIENT_INFORMATION), info_name, info_version),
+            software_of(lf.PRIORITY_CLIENT_INFORMATION, info_name, info_version),
         )
-        .otherwise(F.struct(F.lit(lf.PRIORITY_UNKNOWN), F.lit(lf.UNKNOWN), F.lit(lf.UNKNOWN)))
+        .otherwise(software_of(lf.PRIORITY_UNKNOWN, F.lit(lf.UNKNOWN), F.lit(lf.UNKNOWN)))
         .cast(SOFTWARE_TYPE)
     )
-
-    group_id = F.when(is_j, jb.request.groupId).otherwise(text_when(is_group, lf.TEXT_GROUP_ID))
-    protocol_type = F.when(is_j, F.coalesce(jb.request.protocolType, jb.response.protocolType)).otherwise(
-        text_when(is_group, lf.TEXT_PROTOCOL_TYPE)
-    )
-    protocol_name = F.when(
-        is_j, F.coalesce(_blank_to_null(jb.request.protocolName), _blank_to_null(jb.response.protocolName))
-    ).otherwise(
-        F.coalesce(
-            _blank_to_null(text_when(is_group, lf.TEXT_REQUEST_PROTOCOL_NAME)),
-            _blank_to_null(text_when(is_group, lf.TEXT_RESPONSE_PROTOCOL_NAME)),
-        )
-    )
-    offered = F.when(is_j, F.array_join(jb.request.protocols.getField("name"), ",")).otherwise(
-        F.when(is_group, F.array_join(F.regexp_extract_all(line, F.lit(lf.TEXT_OFFERED_PROTOCOL), F.lit(1)), ","))
-    )
-    client_id = F.when(is_j, j.requestHeader.clientId).otherwise(
-        F.when(F.col("t_client_id") != "null", F.col("t_client_id"))
-    )
-    api_version = F.when(is_j, j.requestHeader.requestApiVersion).otherwise(F.col("t_version").try_cast(_INT))
-
-    def only_groups(value: Column) -> Column:
-        return F.when(is_group, _blank_to_null(value))
-
+    raw_client_id = F.col("raw_client_id")
+    client_id = F.when(is_j, raw_client_id).otherwise(F.when(raw_client_id != "null", raw_client_id))
+    bad = F.col("reason").isNotNull()
     columns = {
         "ts": F.col("ts"),
         "api_key": api_key,
-        "api_version": api_version,
+        "api_version": F.col("api_version"),
         "client_id": client_id,
-        "connection": F.when(is_j, j.connection).otherwise(F.col("t_connection")),
-        "principal": F.when(is_j, j.principal).otherwise(F.col("t_principal")),
-        "listener": F.when(is_j, j.listener).otherwise(F.col("t_listener")),
+        "connection": F.col("connection"),
+        "principal": F.col("principal"),
+        "listener": F.col("listener"),
         "software": software,
-        "group_id": only_groups(group_id),
-        "protocol_type": only_groups(protocol_type),
-        "protocol_name": only_groups(protocol_name),
-        "offered_protocols": only_groups(offered),
+        **{name: F.col(name) for name in ("group_id", "protocol_type", "protocol_name", "offered_protocols")},
     }
-    return [F.when(usable, value).alias(name) for name, value in columns.items()]
+    return with_bodies.select(
+        "reason",
+        F.when(bad, F.substring(line, 1, lf.MALFORMED_SAMPLE_CHARS)).alias("sample_line"),
+        F.when(bad, F.col("file")).alias("sample_file"),
+        *[F.when(~bad, value).alias(name) for name, value in columns.items()],
+    )

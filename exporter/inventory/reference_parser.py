@@ -144,9 +144,11 @@ def _parse_text(line: str, timestamp: str) -> ParsedLine | str:
 
 def parse_line(line: str) -> ParsedLine | str:
     """The parsed line, or the reason (a ``log_format.REASON_*``) it cannot be used."""
-    if lf.JSON_MARKER in line:
+    # The form is what follows the first "Completed request:".
+    at = line.find(lf.COMPLETED)
+    if at >= 0 and line.startswith(lf.JSON_MARKER, at):
         parse = _parse_json
-    elif lf.TEXT_MARKER in line:
+    elif at >= 0 and line.startswith(lf.TEXT_MARKER, at):
         parse = _parse_text
     else:
         return lf.REASON_NOT_REQUEST_LINE

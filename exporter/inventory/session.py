@@ -9,14 +9,16 @@ from pyspark.sql import SparkSession
 
 APP_NAME = "kafka-client-exporter inventory"
 DEFAULT_MASTER = "local[*]"
-# The one big aggregation shrinks the logs to distinct connections x APIs: Spark's default of 200 shuffle
-# partitions only adds task overhead at that size (adaptive execution coalesces further). --conf overrides it.
 # Input splits of 64 MB instead of 128 MB keep every core busy to the end on small machines.
 DEFAULT_CONF = {
-    "spark.sql.shuffle.partitions": "32",
     "spark.sql.files.maxPartitionBytes": "64m",
     "spark.ui.showConsoleProgress": "false",
 }
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+#: The one big aggregation shrinks the logs to distinct connections x APIs, so every shuffle after it is small:
+#: Spark's default of 200 partitions (or even 32) costs more in task overhead than it spreads. Two per core of
+#: the session (its default parallelism) unless --conf sets it.
+SHUFFLE_PARTITIONS_PER_CORE = 2
 
 
 def launched_by_spark_submit() -> bool:
@@ -37,4 +39,7 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if SHUFFLE_PARTITIONS not in (conf or {}) and not launched_by_spark_submit():
+        partitions = SHUFFLE_PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism
+        spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
     return spark

@@ -1,14 +1,14 @@
 """The inventory tables, built from ONE aggregation over the parsed lines (``line_groups``).
 
 ``line_groups`` is the only pass over the raw data: lines are grouped by connection, clientId, principal,
-listener, API and version (plus the group fields of JoinGroup/SyncGroup, and reason/sample bucket for lines
+listener, API, version and software (plus the group fields of JoinGroup/SyncGroup, and reason/line for lines
 that did not parse). It is small (distinct connections x APIs), so it is persisted and every table below is
 derived from it without reading the logs again.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from exporter.inventory import log_format as lf
@@ -19,28 +19,39 @@ _GROUP_FIELDS = ["group_id", "protocol_type", "protocol_name", "offered_protocol
 
 
 def _timestamp(column: str) -> Column:
-    # Log timestamps are the broker's local wall clock without a zone: keep them zone-less.
-    return F.to_timestamp_ntz(F.col(column), F.lit(lf.TIMESTAMP_FORMAT))
+    """A ``line_groups`` time (yyyyMMddHHmmssSSS as a number) as a zone-less timestamp: log timestamps are the
+    broker's local wall clock without a zone."""
+    digits = F.lpad(F.col(column).cast("string"), 17, "0")
+
+    def part(start: int, length: int) -> Column:
+        return F.substr(digits, F.lit(start), F.lit(length))
+
+    logged = F.concat(
+        part(1, 4), F.lit("-"), part(5, 2), F.lit("-"), part(7, 2), F.lit(" "),
+        part(9, 2), F.lit(":"), part(11, 2), F.lit(":"), part(13, 2), F.lit(","), part(15, 3),
+    )  # fmt: skip
+    return F.to_timestamp_ntz(logged, F.lit(lf.TIMESTAMP_FORMAT))
 
 
 def line_groups(parsed: DataFrame) -> DataFrame:
-    bad = F.col("reason").isNotNull()
-    bucket = F.when(bad, F.pmod(F.xxhash64("line"), F.lit(lf.MALFORMED_SAMPLE_BUCKETS)))
-    return parsed.groupBy("reason", bucket.alias("bucket"), *_USAGE_KEY, *_GROUP_FIELDS).agg(
+    """Every aggregated value is a number, so Spark aggregates in a hash map as the rows stream by (a string
+    min/max would make it sort the whole input first). The software of a line is part of the key: it is the
+    same on nearly every line of a connection. A line that did not parse is its own group (with its reason,
+    file and first characters), so only unusual input makes this table grow with the data."""
+    time = F.translate("ts", lf.TIMESTAMP_SEPARATORS, "").try_cast("long")
+    return parsed.groupBy("reason", "sample_file", "sample_line", *_USAGE_KEY, *_GROUP_FIELDS, "software").agg(
         F.count(F.lit(1)).alias("requests"),
-        F.min("ts").alias("first_ts"),
-        F.max("ts").alias("last_ts"),
-        F.max("software").alias("software"),
-        F.min(F.when(bad, F.substring("line", 1, lf.MALFORMED_SAMPLE_CHARS))).alias("sample_line"),
-        F.min(F.when(bad, F.col("file"))).alias("sample_file"),
+        F.min(time).alias("first_ts"),
+        F.max(time).alias("last_ts"),
     )
 
 
 def resolved_usage(groups: DataFrame) -> DataFrame:
     """Usable groups with each connection's software (the best seen on the connection) and source host."""
     usable = groups.where(F.col("reason").isNull())
-    per_connection = usable.groupBy("connection").agg(F.max("software").alias("connection_software"))
-    return usable.join(per_connection, "connection").select(
+    # A window over the connection's groups, not a join with a per-connection aggregate: one shuffle, not three.
+    best = F.max("software").over(Window.partitionBy("connection"))
+    return usable.select("*", best.alias("connection_software")).select(
         *_USAGE_KEY,
         *_GROUP_FIELDS,
         "requests",
@@ -52,14 +63,23 @@ def resolved_usage(groups: DataFrame) -> DataFrame:
     )
 
 
+def _per_connection(usage: DataFrame, key: list[str]) -> DataFrame:
+    """``key`` + connection -> requests, first_ts, last_ts: counting these rows per ``key`` counts distinct
+    connections with plain sums (a count_distinct beside other aggregates costs an expand of every row)."""
+    return usage.groupBy(*key, "connection").agg(
+        F.sum("requests").alias("requests"), F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts")
+    )
+
+
 def clients(usage: DataFrame) -> DataFrame:
     return (
-        usage.groupBy(*CLIENT_KEY)
+        _per_connection(usage, CLIENT_KEY)
+        .groupBy(*CLIENT_KEY)
         .agg(
             F.min("first_ts").alias("first_seen"),
             F.max("last_ts").alias("last_seen"),
             F.sum("requests").alias("requests"),
-            F.count_distinct("connection").alias("connections"),
+            F.count(F.lit(1)).alias("connections"),
         )
         .select(
             *CLIENT_KEY,
@@ -90,11 +110,13 @@ def clients_as_logged(clients_table: DataFrame) -> DataFrame:
 
 def api_usage(usage: DataFrame, api_names: DataFrame) -> DataFrame:
     """Per client, API and version: requests, connections, first/last seen; ``api_names`` maps key -> name."""
+    key = [*CLIENT_KEY, "api_key", "api_version"]
     return (
-        usage.groupBy(*CLIENT_KEY, "api_key", "api_version")
+        _per_connection(usage, key)
+        .groupBy(*key)
         .agg(
             F.sum("requests").alias("requests"),
-            F.count_distinct("connection").alias("connections"),
+            F.count(F.lit(1)).alias("connections"),
             F.min("first_ts").alias("first_seen"),
             F.max("last_ts").alias("last_seen"),
         )
@@ -152,11 +174,13 @@ def group_protocols(usage: DataFrame) -> DataFrame:
 
 
 def malformed(groups: DataFrame) -> DataFrame:
-    """One row per sample line (at most MALFORMED_SAMPLE_BUCKETS per reason) with the reason's total."""
+    """Per reason, its total and at most MALFORMED_SAMPLE_BUCKETS sample lines (one per hash bucket)."""
     bad = groups.where(F.col("reason").isNotNull())
     totals = bad.groupBy("reason").agg(F.sum("requests").alias("lines"))
-    return (
-        bad.select("reason", "sample_file", "sample_line")
-        .join(totals, "reason")
-        .select("reason", "lines", F.col("sample_file").alias("file"), F.col("sample_line").alias("line"))
+    bucket = F.pmod(F.xxhash64("sample_line"), F.lit(lf.MALFORMED_SAMPLE_BUCKETS))
+    samples = bad.groupBy("reason", bucket.alias("bucket")).agg(
+        F.min(F.struct("sample_line", "sample_file")).alias("sample")
+    )
+    return samples.join(totals, "reason").select(
+        "reason", "lines", F.col("sample.sample_file").alias("file"), F.col("sample.sample_line").alias("line")
     )

@@ -96,10 +96,10 @@ class TooManySoftwareVersionsError(RuntimeError):
     pass
 
 
-def policy_impact(spark: SparkSession, clients: DataFrame, policy: Policy) -> DataFrame:
+def policy_impact(spark: SparkSession, clients: DataFrame, usage: DataFrame, policy: Policy) -> DataFrame:
     # The distinct software name/version pairs of a fleet are hundreds, not millions; the cap keeps the driver
-    # safe from logs whose names are garbage.
-    pairs = clients.select("software_name", "software_version").distinct().limit(MAX_SOFTWARE_PAIRS + 1).collect()
+    # safe from logs whose names are garbage. Read from the (persisted) usage the clients table is built from.
+    pairs = usage.select("software_name", "software_version").distinct().limit(MAX_SOFTWARE_PAIRS + 1).collect()
     if len(pairs) > MAX_SOFTWARE_PAIRS:
         raise TooManySoftwareVersionsError(
             f"more than {MAX_SOFTWARE_PAIRS} distinct client software name/version pairs: the policy is evaluated "
@@ -127,9 +127,10 @@ def policy_impact(spark: SparkSession, clients: DataFrame, policy: Policy) -> Da
 def upgrade_impact(
     spark: SparkSession,
     clients: DataFrame,
+    usage: DataFrame,
     api_usage: DataFrame,
     target: str,
     ranges: dict[int, ApiRange],
     policy: Policy,
 ) -> DataFrame:
-    return api_impact(spark, api_usage, target, ranges).unionByName(policy_impact(spark, clients, policy))
+    return api_impact(spark, api_usage, target, ranges).unionByName(policy_impact(spark, clients, usage, policy))

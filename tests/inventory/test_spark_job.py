@@ -93,12 +93,7 @@ def test_group_protocols(built: InventoryTables) -> None:
 
 
 def test_equal_to_the_reference_on_generated_logs(spark, tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("inventory_logs", REPO / "bench" / "inventory_logs.py")
-    assert spec is not None and spec.loader is not None
-    generator = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = generator  # its dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(generator)
-    generator.generate(tmp_path, 3_000_000, clients=400)
+    _generated_logs(tmp_path, 3, clients=400)
     reference = reference_parser.run([str(tmp_path)])
     assert reference.lines > 2000 and len(reference.clients) > 300
     tables = build_tables(spark, [str(tmp_path)], "4.0.0", load_policy(None))
@@ -106,6 +101,40 @@ def test_equal_to_the_reference_on_generated_logs(spark, tmp_path: Path) -> None
         assert spark_clients(tables) == sorted(reference.clients, key=repr)
     finally:
         tables.unpersist()
+
+
+def _generated_logs(root: Path, megabytes: float, clients: int) -> Path:
+    spec = importlib.util.spec_from_file_location("inventory_logs", REPO / "bench" / "inventory_logs.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = generator  # its dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(generator)
+    generator.generate(root, int(megabytes * 1_000_000), clients=clients)
+    return root
+
+
+def test_the_fast_path_reads_lines_as_the_general_path_does(spark, fixture_dir: Path, tmp_path: Path) -> None:
+    """The fast-path patterns only decide how fast a line is read: every column of every line, usable or not,
+    is what the general path (TEXT_LINE, from_json) gives. Most generated lines must take the fast path."""
+    from pyspark.sql import functions as F
+
+    from exporter.inventory import parse
+
+    generated = _generated_logs(tmp_path / "generated", 1, clients=100)
+    lines = parse.read_lines(spark, [str(fixture_dir), str(generated)])
+    fast = parse.parse_lines(lines)
+    general = parse.parse_lines(lines, fast_path=False)
+    assert fast.exceptAll(general).count() == 0
+    assert general.exceptAll(fast).count() == 0
+    taken = (
+        parse._fast_fields(parse.read_lines(spark, [str(generated)]))
+        .agg(F.count(F.lit(1)).alias("lines"), F.count("fast").alias("fast"))
+        .first()
+    )
+    assert taken is not None and taken.fast > 0.99 * taken.lines
+    # The fixture's escaped SSL principal and its broken lines are what the general path is for.
+    slow = parse._fast_fields(parse.read_lines(spark, [str(fixture_dir)])).where(F.col("fast").isNull())
+    assert slow.where(F.col("line").contains("Example\\\\, Inc.")).count() > 0
 
 
 def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
