@@ -8,8 +8,9 @@ later runs), runs the whole Spark job (every table, CSVs and the report) on each
 (local[*]), runs the Python parser on the smallest size, asserts that both `clients` tables are equal, and
 prints both throughputs (Spark: the pass over the logs and the `clients` table written, the same work as the
 Python parser; the whole job's time is printed beside it), their ratio, the largest/smallest Spark time ratio
-and the peak RSS of the Spark driver (JVM + Python) per size. Targets on a 2-core machine: Spark >= 2x Python
-at 1 GB; time ratio <= 4.5 for 4x the data; driver memory flat.
+and the peak RSS of the Spark driver (JVM + Python) per size. It also times a "floor" job (read every line, extract
+one field with one regex, aggregate) to show how much of the 2x budget Spark's fixed costs take here. Targets on a
+2-core machine: Spark >= 2x Python at 1 GB; time ratio <= 4.5 for 4x the data; driver memory flat.
 """
 
 from __future__ import annotations
@@ -74,6 +75,34 @@ def spark_run(data: Path, out: Path, dump: Path | None) -> dict[str, float]:
     }
 
 
+def floor_run(data: Path) -> dict[str, float]:
+    """Runs in a child process: the least any Spark job that reads every line can do here - read the logs, pull
+    ONE field (the connection id) out of each line with one regular expression, aggregate on it - timed from a
+    started session like the inventory run. It shows how much of the 2x budget Spark's fixed costs take."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    from pyspark.sql import functions as F
+
+    from exporter.inventory import log_format as lf
+    from exporter.inventory.parse import read_lines
+    from exporter.inventory.session import build_session
+
+    spark = build_session(None, {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})
+    started = time.monotonic()
+    line = F.col("line")
+    when = F.translate(F.substr(line, F.lit(2), F.lit(23)), lf.TIMESTAMP_SEPARATORS, "").try_cast("long")
+    connection = F.regexp_extract(line, r'(?:,"connection":"| from connection )([^";]*)', 1)
+    groups = (
+        read_lines(spark, [str(data)])
+        .groupBy(connection.alias("connection"))
+        .agg(F.count(F.lit(1)), F.min(when), F.max(when))
+        .count()
+    )
+    seconds = time.monotonic() - started
+    spark.stop()
+    return {"seconds": seconds, "groups": groups}
+
+
 def _dataset(root: Path, megabytes: int, clients: int) -> tuple[Path, int]:
     data = root / f"logs-{megabytes}mb-{clients}c"
     stamp = data / ".complete"
@@ -84,8 +113,9 @@ def _dataset(root: Path, megabytes: int, clients: int) -> tuple[Path, int]:
     return data, int(stamp.read_text())
 
 
-def _spark_child(data: Path, out: Path, dump: Path | None) -> dict[str, float]:
-    argv = [sys.executable, __file__, "--spark-run", str(data), str(out)]
+def _spark_child(data: Path, out: Path | None, dump: Path | None) -> dict[str, float]:
+    argv = [sys.executable, __file__]
+    argv += ["--spark-run", str(data), str(out)] if out is not None else ["--floor-run", str(data)]
     if dump is not None:
         argv += ["--dump", str(dump)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -101,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=30_000)
     parser.add_argument("--data-dir", type=Path, default=REPO / "bench" / "results" / "inventory")
     parser.add_argument("--spark-run", nargs=2, type=Path, metavar=("DATA", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--floor-run", type=Path, metavar="DATA", help=argparse.SUPPRESS)
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.floor_run:
+        print(json.dumps(floor_run(args.floor_run)))
+        return 0
     if args.spark_run:
         print(json.dumps(spark_run(args.spark_run[0], args.spark_run[1], args.dump)))
         return 0
@@ -117,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Spark on {large_bytes / 1e6:.0f} MB ...", flush=True)
     spark_large = _spark_child(large, args.data_dir / "out-large", None)
 
+    print(f"Spark floor on {small_bytes / 1e6:.0f} MB ...", flush=True)
+    floor = _spark_child(small, None, None)
     print(f"Python parser on {small_bytes / 1e6:.0f} MB ...", flush=True)
     started = time.monotonic()
     reference = reference_parser.run([str(small)])
@@ -142,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
             f" Python {run['python_peak_rss_mb']:.0f} MB"
         )
     print(f"Spark / Python throughput at {small_bytes / 1e6:.0f} MB: {ratio:.2f}x   (target >= 2)")
+    budget = python_seconds / 2
+    print(
+        f"Spark floor at {small_bytes / 1e6:.0f} MB (read, one regex field, aggregate): {floor['seconds']:.1f} s"
+        f" = {floor['seconds'] / budget:.2f} of the {budget:.1f} s that 2x the Python parser allows"
+    )
     print(f"Spark time {large_bytes / 1e6:.0f} MB / {small_bytes / 1e6:.0f} MB: {time_ratio:.2f}   (target <= 4.5)")
     jvm_growth = spark_large["jvm_peak_rss_mb"] / spark_small["jvm_peak_rss_mb"]
     print(f"driver JVM peak RSS large / small: {jvm_growth:.2f}   (flat: heap capped at {DRIVER_MEMORY})")
