@@ -49,43 +49,32 @@ JSON_TAIL_START = ',"connection":'
 TEXT_HEAD_END = ") -- "
 TEXT_TAIL_START = CONNECTION_MARKER
 _JSON_STRING = r'"([^"\\]*)"'
-_MS = r"[-0-9.E]+"
+#: JSON's own number grammar (a number Jackson would reject must not pass the fast path either).
+_MS = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_SHORT = r"(-?(?:0|[1-9]\d{0,4}))"
 #: Groups: 1 timestamp, 2 API key, 3 API version, 4 clientId as written (``null``, a quoted string, or empty
 #: when the header has none).
 JSON_HEAD = (
     r"^\[" + _TS + r"\] [A-Z]+ Completed request:\{\"isForwarded\":(?:true|false),\"requestHeader\":\{"
-    r'"requestApiKey":(-?\d{1,5}),"requestApiVersion":(-?\d{1,5}),"correlationId":-?\d+'
-    r'(?:,"clientId":(null|"[^"\\]*"))?,"requestApiKeyName":"[A-Z_]+"(?:,"requestApiVersionDeprecated":true)?\}$'
+    r'"requestApiKey":'
+    + _SHORT
+    + r',"requestApiVersion":'
+    + _SHORT
+    + r',"correlationId":'
+    + _MS
+    + r'(?:,"clientId":(null|"[^"\\]*"))?,"requestApiKeyName":"[A-Z_]+"(?:,"requestApiVersionDeprecated":true)?\}$'
 )
 #: Groups: 1 connection, 2 principal, 3 listener, 4/5 clientInformation name and version.
-JSON_TAIL = (
-    "^"
-    + _JSON_STRING
-    + r',"totalTimeMs":'
-    + _MS
-    + r',"requestQueueTimeMs":'
-    + _MS
-    + r',"localTimeMs":'
-    + _MS
-    + r',"remoteTimeMs":'
-    + _MS
-    + r',"throttleTimeMs":-?\d+,"responseQueueTimeMs":'
-    + _MS
-    + r',"sendTimeMs":'
-    + _MS
-    + r',"securityProtocol":"[A-Z_]+","principal":'
-    + _JSON_STRING
-    + r',"listener":'
-    + _JSON_STRING
-    + r',"clientInformation":\{"softwareName":'
-    + _JSON_STRING
-    + r',"softwareVersion":'
-    + _JSON_STRING
-    + r"\}"
-    + r'(?:,"temporaryMemoryBytes":\d+)?(?:,"messageConversionsTime":'
-    + _MS
-    + r")?\}"
-    + r"(?: \(kafka\.request\.logger\))?$"
+JSON_TAIL = "".join(
+    [
+        "^" + _JSON_STRING,
+        *(f',"{key}":{_MS}' for key in ("totalTimeMs", "requestQueueTimeMs", "localTimeMs", "remoteTimeMs")),
+        *(f',"{key}":{_MS}' for key in ("throttleTimeMs", "responseQueueTimeMs", "sendTimeMs")),
+        r',"securityProtocol":"[A-Z_]+","principal":' + _JSON_STRING + r',"listener":' + _JSON_STRING,
+        r',"clientInformation":\{"softwareName":' + _JSON_STRING + r',"softwareVersion":' + _JSON_STRING + r"\}",
+        f'(?:,"temporaryMemoryBytes":{_MS})?(?:,"messageConversionsTime":{_MS})?' + r"\}",
+        r"(?: \(kafka\.request\.logger\))?$",
+    ]
 )
 #: Groups: 1 timestamp, 2 apiKey enum name, 3 apiVersion, 4 clientId.
 TEXT_HEAD = (
