@@ -79,17 +79,7 @@ def api_impact(spark: SparkSession, api_usage: DataFrame, target: str, ranges: d
             f"uses %s v%s; Kafka {target} serves v%d and later", "api_name", "versions_used", "min_version_required"
         )
     )
-    return grouped.select(
-        *CLIENT_KEY,
-        F.lit(KIND_API).alias("kind"),
-        "reason",
-        "api_key",
-        "api_name",
-        "versions_used",
-        "min_version_required",
-        "requests",
-        detail.alias("detail"),
-    )
+    return grouped.withColumns({"kind": F.lit(KIND_API), "detail": detail}).select(*IMPACT_COLUMNS)
 
 
 class TooManySoftwareVersionsError(RuntimeError):
@@ -111,17 +101,15 @@ def policy_impact(spark: SparkSession, clients: DataFrame, usage: DataFrame, pol
         if violation is not None:
             violations.append((row.software_name, row.software_version, violation.reason, violation.detail))
     table = spark.createDataFrame(violations, _VIOLATION_SCHEMA)
-    return clients.join(F.broadcast(table), ["software_name", "software_version"]).select(
-        *CLIENT_KEY,
-        F.lit(KIND_POLICY).alias("kind"),
-        "reason",
-        F.lit(None).cast(T.IntegerType()).alias("api_key"),
-        F.lit(None).cast(T.StringType()).alias("api_name"),
-        F.lit(None).cast(T.StringType()).alias("versions_used"),
-        F.lit(None).cast(T.IntegerType()).alias("min_version_required"),
-        "requests",
-        "detail",
-    )
+    no_api = {
+        "kind": F.lit(KIND_POLICY),
+        "api_key": F.lit(None).cast(T.IntegerType()),
+        "api_name": F.lit(None).cast(T.StringType()),
+        "versions_used": F.lit(None).cast(T.StringType()),
+        "min_version_required": F.lit(None).cast(T.IntegerType()),
+    }
+    joined = clients.join(F.broadcast(table), ["software_name", "software_version"])
+    return joined.withColumns(no_api).select(*IMPACT_COLUMNS)
 
 
 def upgrade_impact(
