@@ -16,7 +16,8 @@ LOGGER_SUFFIX = " (kafka.request.logger)"
 CONNECTION_MARKER = " from connection "
 
 #: ``[yyyy-MM-dd HH:mm:ss,SSS] LEVEL `` at the start of every log4j line; group 1 is the timestamp.
-_TS = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})"
+#: Month, day, hour, minute and second in their ranges (a line whose time is no date is malformed, not a crash).
+_TS = r"(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d,\d{3})"
 TIMESTAMP = r"^\[" + _TS + r"\] [A-Z]+ "
 TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
 #: The characters dropped from a timestamp to read it as one number (yyyyMMddHHmmssSSS), which orders like time.
@@ -115,7 +116,7 @@ PRIORITY_UNKNOWN = 0
 
 # Why a line was not used (the ``malformed`` table's ``reason``).
 REASON_NOT_REQUEST_LINE = "not a 'Completed request:' line of kafka.request.logger"
-REASON_NO_TIMESTAMP = "no [yyyy-MM-dd HH:mm:ss,SSS] timestamp at the start"
+REASON_NO_TIMESTAMP = "no valid [yyyy-MM-dd HH:mm:ss,SSS] timestamp at the start"
 REASON_BAD_JSON = "JSON form: the JSON is cut off or invalid, or lacks requestHeader/connection"
 REASON_BAD_TEXT = "text form: the header or the ';totalTime:...' tail does not match the 2.x layout"
 REASON_UNKNOWN_API = "text form: apiKey names no API known in any release"

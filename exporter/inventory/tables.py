@@ -20,17 +20,16 @@ _GROUP_FIELDS = ["group_id", "protocol_type", "protocol_name", "offered_protocol
 
 def _timestamp(column: str) -> Column:
     """A ``line_groups`` time (yyyyMMddHHmmssSSS as a number) as a zone-less timestamp: log timestamps are the
-    broker's local wall clock without a zone."""
-    digits = F.lpad(F.col(column).cast("string"), 17, "0")
+    broker's local wall clock without a zone. Null for a day that does not exist (Feb 30 passes the pattern)."""
+    value = F.col(column)
 
-    def part(start: int, length: int) -> Column:
-        return F.substr(digits, F.lit(start), F.lit(length))
+    def part(scale: int, modulo: int = 100) -> Column:
+        return F.pmod(F.floor(value / scale), F.lit(modulo)).cast("int")
 
-    logged = F.concat(
-        part(1, 4), F.lit("-"), part(5, 2), F.lit("-"), part(7, 2), F.lit(" "),
-        part(9, 2), F.lit(":"), part(11, 2), F.lit(":"), part(13, 2), F.lit(","), part(15, 3),
-    )  # fmt: skip
-    return F.to_timestamp_ntz(logged, F.lit(lf.TIMESTAMP_FORMAT))
+    seconds = (F.pmod(value, F.lit(100_000)) / 1000).cast("decimal(8,3)")
+    return F.try_make_timestamp_ntz(
+        F.floor(value / 10**13).cast("int"), part(10**11), part(10**9), part(10**7), part(10**5), seconds
+    )
 
 
 def line_groups(parsed: DataFrame) -> DataFrame:

@@ -217,6 +217,8 @@ GARBAGE = [
     "[2024-03-12 09:41:05,118] WARN Attempting to send response via channel for which there is no open connection "
     "(kafka.network.RequestChannel$)",
     'Completed request:{"requestHeader":{}} (kafka.request.logger)',  # no timestamp
+    # A time that is no date (month 13): malformed, not a crash when the job turns times into timestamps.
+    "[2024-13-12 09:41:05,118]" + JSON_LINES[0][JSON_LINES[0].index("]") + 1 :],
     TS + "Completed request:RequestHeader(apiKey=FETCH, apiVersion=3, clientId=x, correlationId=1) -- {} broken",
     TS + "Completed request:RequestHeader(apiKey=NOT_AN_API, apiVersion=3, clientId=x, correlationId=1) -- {},"
     "response:{} from connection 1.2.3.4:9092-5.6.7.8:1234-1;" + TIMES_TEXT + ",securityProtocol:PLAINTEXT,"

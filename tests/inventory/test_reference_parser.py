@@ -53,7 +53,7 @@ def test_every_line_is_counted_and_bad_ones_have_reasons(result) -> None:
     assert sum(c.requests for c in result.clients) == good
     assert result.malformed == {
         lf.REASON_NOT_REQUEST_LINE: 3,
-        lf.REASON_NO_TIMESTAMP: 1,
+        lf.REASON_NO_TIMESTAMP: 2,
         lf.REASON_BAD_TEXT: 1,
         lf.REASON_UNKNOWN_API: 1,
         lf.REASON_BAD_JSON: 1,
