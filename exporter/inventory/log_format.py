@@ -83,8 +83,9 @@ TEXT_HEAD = (
     r"clientId=(.*), correlationId=-?\d+$"
 )
 #: The tail of ``TEXT_LINE`` from the connection id on; groups as TEXT_LINE's 4 to 8.
-TEXT_TAIL = "^" + TEXT_LINE[TEXT_LINE.index(" from connection ") + len(" from connection ") :]
-FAST_FIELDS = 9  # timestamp, API, version, clientId, connection, principal, listener, software name, version
+TEXT_TAIL = "^" + TEXT_LINE[TEXT_LINE.index(CONNECTION_MARKER) + len(CONNECTION_MARKER) :]
+HEAD_GROUPS = 4  # JSON_HEAD / TEXT_HEAD: timestamp, API, version, clientId
+TAIL_GROUPS = 5  # JSON_TAIL / TEXT_TAIL: connection, principal, listener, software name, software version
 
 #: Text bodies (``Struct.toString()``), matched on the whole line, only for the APIs that need them.
 TEXT_API_VERSIONS_REQUEST = r" -- \{client_software_name=([^,}]*),client_software_version=([^,}]*)"

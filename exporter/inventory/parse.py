@@ -117,8 +117,9 @@ def _split_groups(rewritten: str, source: Column, count: int) -> Column:
 
 
 def _fast_fields(lines: DataFrame, enabled: bool = True) -> DataFrame:
-    """Adds ``is_json``/``is_text`` (what follows the first "Completed request:") and ``fast``: the FAST_FIELDS
-    strings of a line the fast-path patterns read, null for any other line."""
+    """Adds ``is_json``/``is_text`` (what follows the first "Completed request:") and ``fast``: the header's
+    then the tail's groups (``log_format.HEAD_GROUPS`` + ``TAIL_GROUPS`` strings) of a line the fast-path
+    patterns read, null for any other line."""
     line = F.col("line")
     completed = F.instr(line, lf.COMPLETED)
     text_start = lf.TEXT_MARKER[len(lf.COMPLETED) :]
@@ -147,10 +148,16 @@ def _fast_fields(lines: DataFrame, enabled: bool = True) -> DataFrame:
         "is_text",
         "head",
         "tail",
-        F.when(is_j, _groups(head, lf.JSON_HEAD, 4)).otherwise(_groups(head, lf.TEXT_HEAD, 4)).alias("head_groups"),
-        F.when(is_j, _groups(tail, lf.JSON_TAIL, 5)).otherwise(_groups(tail, lf.TEXT_TAIL, 5)).alias("tail_groups"),
+        F.when(is_j, _groups(head, lf.JSON_HEAD, lf.HEAD_GROUPS))
+        .otherwise(_groups(head, lf.TEXT_HEAD, lf.HEAD_GROUPS))
+        .alias("head_groups"),
+        F.when(is_j, _groups(tail, lf.JSON_TAIL, lf.TAIL_GROUPS))
+        .otherwise(_groups(tail, lf.TEXT_TAIL, lf.TAIL_GROUPS))
+        .alias("tail_groups"),
     )
-    fast = F.concat(_split_groups("head_groups", head, 4), _split_groups("tail_groups", tail, 5))
+    fast = F.concat(
+        _split_groups("head_groups", head, lf.HEAD_GROUPS), _split_groups("tail_groups", tail, lf.TAIL_GROUPS)
+    )
     if not enabled:
         fast = F.lit(None).cast(T.ArrayType(_STR))
     return rewritten.select("line", "file", "is_json", "is_text", fast.alias("fast"))
@@ -210,7 +217,7 @@ def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
         json_client_id.startswith('"'), F.substr(json_client_id, F.lit(2), F.length(json_client_id) - 2)
     )
 
-    def pick(json_slow: Column, text_slow: Column, fast_value: Column | None = None) -> Column:
+    def pick(json_slow: Column, text_slow: Column, fast_value: Column) -> Column:
         return F.when(is_j, F.when(slow, json_slow).otherwise(fast_value)).otherwise(
             F.when(slow, text_slow).otherwise(fast_value)
         )
