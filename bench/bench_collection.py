@@ -24,7 +24,7 @@ from pathlib import Path
 from jmxquery import JMXConnection
 
 from exporter.collection import CollectionLoop
-from exporter.config import Settings
+from exporter.config.settings import Settings
 from exporter.sources.jmx import QUERIES
 from kafka_double.clients import ClientKind, ClientMix, available_kinds
 from kafka_double.exporter_process import running_exporter, write_config

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from inventory_logs import generate  # noqa: E402
 
-from exporter.inventory import reference_parser  # noqa: E402
+from bench import reference_parser  # noqa: E402
 
 DRIVER_MEMORY = "2g"
 
@@ -46,9 +46,9 @@ def spark_run(data: Path, out: Path, dump: Path | None) -> dict[str, float]:
     """Runs in a child process: one full inventory job, then the JVM's and this process's peak RSS."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-    from exporter.inventory.job import InventoryOptions, run_inventory
-    from exporter.inventory.session import build_session
-    from exporter.inventory.tables import clients_as_logged
+    from exporter.request_logs.job import InventoryOptions, run_inventory
+    from exporter.request_logs.session import build_session
+    from exporter.request_logs.tables import clients_as_logged
 
     started = time.monotonic()
     spark = build_session(None, {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})
@@ -84,9 +84,9 @@ def floor_run(data: Path) -> dict[str, float]:
 
     from pyspark.sql import functions as F
 
-    from exporter.inventory import log_format as lf
-    from exporter.inventory.parse import read_lines
-    from exporter.inventory.session import build_session
+    from exporter.request_logs import log_format as lf
+    from exporter.request_logs.parse import read_lines
+    from exporter.request_logs.session import build_session
 
     spark = build_session(None, {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})
     started = time.monotonic()

@@ -17,11 +17,11 @@ import time
 import aiohttp
 from aiohttp import web
 
-from exporter.client_inventory import InventoryBuilder
-from exporter.exposition import Exposition, render_snapshot
-from exporter.http import make_app
+from exporter.judging.clients import ClientJudge
 from exporter.policy import load_policy
 from exporter.snapshot import ClientConnections, JmxReading, Snapshot, SourceKey, SourceResult
+from exporter.web.app import make_app
+from exporter.web.exposition import Exposition, render_snapshot
 from kafka_double.mbean_host import free_port
 
 TARGET_P99_MS = 20.0
@@ -37,12 +37,12 @@ def synthetic_snapshot(series: int, sequence: int, brokers: int = 50) -> Snapsho
         )
         results.append(
             SourceResult(
-                SourceKey("bench", str(broker), "jmx"), True, 0.2, time.time(), jmx=JmxReading(clients=clients)
+                SourceKey("bench", str(broker), "jmx"), True, 0.2, time.time(), reading=JmxReading(clients=clients)
             )
         )
     # The daemon's own path: policy verdicts and the cardinality guard (cap above the bench's pair count).
-    inventory = InventoryBuilder(load_policy(None), max_versions_per_cluster=100000).build(results)
-    return Snapshot(sequence, time.time(), 1.0, tuple(results), clusters=("bench",), inventory=inventory)
+    inventory = ClientJudge(load_policy(None), max_versions_per_cluster=100000).judge(results)
+    return Snapshot(sequence, time.time(), 1.0, tuple(results), clusters=("bench",), clients=inventory)
 
 
 def serve(port: int, series: int, refresh_seconds: float) -> None:

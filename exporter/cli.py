@@ -14,13 +14,13 @@ from aiohttp import web
 
 from exporter import __version__
 from exporter.collection import SOURCE_API_VERSIONS, SOURCE_JMX, CollectionLoop
-from exporter.config import ConfigError, Settings, load_settings
-from exporter.exposition import Exposition, render_snapshot
-from exporter.http import make_app
-from exporter.inventory.cli import add_arguments as add_inventory_arguments
+from exporter.config.settings import ConfigError, Settings, load_settings
+from exporter.config.web_config import WebServing, load_web_config
 from exporter.policy import Policy, PolicyError, load_policy
-from exporter.web_config import WebServing, load_web_config
-from exporter.web_security import security_middlewares
+from exporter.request_logs.cli import add_arguments as add_inventory_arguments
+from exporter.web.app import make_app
+from exporter.web.exposition import Exposition, render_snapshot
+from exporter.web.security import security_middlewares
 
 log = logging.getLogger("exporter")
 
@@ -109,7 +109,7 @@ async def _collect_once(settings: Settings, policy: Policy) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "inventory":  # needs no exporter config; imports pyspark only here
-        from exporter.inventory.cli import run as run_inventory
+        from exporter.request_logs.cli import run as run_inventory
 
         return run_inventory(args)
     try:

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from exporter.client_inventory import InventoryBuilder
-from exporter.config import ClusterConfig, Settings
+from exporter.config.settings import ClusterConfig, Settings
+from exporter.judging.clients import ClientJudge
 from exporter.policy import Policy, load_policy
-from exporter.snapshot import BrokerFacts, ClientMetricsReading, JmxReading, Snapshot, SourceKey, SourceResult
+from exporter.snapshot import CLUSTER_BROKER, BrokerFacts, Reading, Snapshot, SourceKey, SourceResult
 from exporter.sources.broker_protocol import key74_support, read_broker_facts, read_client_metrics
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
 from exporter.sources.kafka_session import BrokerAddress, KafkaSession, ProtocolError
@@ -27,8 +27,6 @@ SOURCE_JMX = "jmx"
 SOURCE_DISCOVERY = "discovery"
 SOURCE_API_VERSIONS = "api_versions"
 SOURCE_CLIENT_METRICS = "client_metrics"
-# Cluster-level sources (metadata, client-metrics subscriptions) are reported under this pseudo broker.
-CLUSTER_BROKER = "bootstrap"
 # A broker that drops out of the metadata (killed, fenced) keeps being polled, and reported down, this
 # long after it was last in the metadata; after that it is taken as decommissioned and its series go.
 FORGET_ABSENT_BROKER_SECONDS = 600.0
@@ -67,7 +65,7 @@ class CollectionLoop:
     ) -> None:
         self._settings = settings
         policy = policy if policy is not None else load_policy(settings.policy_file)
-        self._inventory = InventoryBuilder(policy, settings.collection.max_versions_per_cluster)
+        self._judge = ClientJudge(policy, settings.collection.max_versions_per_cluster)
         self._publish = publish
         self._clock = clock
         self._java = JavaRuntime(settings.java.path, tuple(settings.java.options))
@@ -135,10 +133,7 @@ class CollectionLoop:
         key: SourceKey,
         started: float,
         error: JmxError | ProtocolError | None,
-        *,
-        jmx: JmxReading | None = None,
-        broker: BrokerFacts | None = None,
-        client_metrics: ClientMetricsReading | None = None,
+        reading: Reading | None = None,
     ) -> SourceResult:
         now = self._clock()
         duration = time.monotonic() - started
@@ -148,7 +143,7 @@ class CollectionLoop:
             self._last_error[key] = None
             if previous not in (None, "never polled"):
                 log.info("%s/%s (%s) recovered", key.cluster, key.broker, key.source)
-            return SourceResult(key, True, duration, now, jmx=jmx, broker=broker, client_metrics=client_metrics)
+            return SourceResult(key, True, duration, now, reading=reading)
         self._errors_total[(key, error.reason)] = self._errors_total.get((key, error.reason), 0) + 1
         # One line per change of state: a broker that stays down must not flood the log every cycle.
         if previous != error.reason:
@@ -166,7 +161,7 @@ class CollectionLoop:
                 reading = await read_broker(target.jmx, self._java, self._settings.collection.jmx_timeout_seconds)
             except JmxError as error:
                 return self._result(key, started, error)
-        return self._result(key, started, None, jmx=reading)
+        return self._result(key, started, None, reading)
 
     async def _poll_api_versions(self, cluster: str, broker: BrokerAddress) -> SourceResult:
         key = SourceKey(cluster, str(broker.node_id), SOURCE_API_VERSIONS)
@@ -179,21 +174,21 @@ class CollectionLoop:
         own = facts.api(18)
         if own is not None:
             self._api_versions_start[(cluster, broker.node_id)] = own.max_version
-        return self._result(key, started, None, broker=facts)
+        return self._result(key, started, None, facts)
 
     async def _poll_client_metrics(self, cluster: str, brokers: list[SourceResult]) -> SourceResult | None:
         """Ask the broker that serves the highest key-74 version (brokers differ during an upgrade)."""
-        answered = [r for r in brokers if r.ok and r.broker is not None]
+        answered = [(r.key.broker, facts) for r in brokers if (facts := r.reading_of(BrokerFacts)) is not None]
         if not answered:
             return None  # nothing known about the cluster this cycle; the broker results say why
-        chosen = max(answered, key=lambda r: (key74_support(r.broker)[::-1], r.key.broker))  # type: ignore[arg-type]
+        chosen_broker, chosen_facts = max(answered, key=lambda pair: (key74_support(pair[1])[::-1], pair[0]))
         key = SourceKey(cluster, CLUSTER_BROKER, SOURCE_CLIENT_METRICS)
         started = time.monotonic()
         try:
-            reading = await self._sessions[cluster].call(read_client_metrics, int(chosen.key.broker), chosen.broker)
+            reading = await self._sessions[cluster].call(read_client_metrics, int(chosen_broker), chosen_facts)
         except ProtocolError as error:
             return self._result(key, started, error)
-        return self._result(key, started, None, client_metrics=reading)
+        return self._result(key, started, None, reading)
 
     async def _poll_protocol(self, cluster: ClusterConfig, brokers: list[BrokerAddress]) -> list[SourceResult]:
         results = list(await asyncio.gather(*(self._poll_api_versions(cluster.name, b) for b in brokers)))
@@ -230,8 +225,8 @@ class CollectionLoop:
             last_success=self._last_success,
             clusters=tuple(c.name for c in self._settings.clusters),
             interval_seconds=self._settings.collection.interval_seconds,
-            inventory=self._inventory.build(results),
-            folded_total=self._inventory.folded_total,
+            clients=self._judge.judge(results),
+            folded_total=self._judge.folded_total,
         )
 
     def _forget_gone(self, current: set[SourceKey]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,7 @@ class ClientMetricsReading:
 
 
 @dataclass(frozen=True, slots=True)
-class InventoryRow:
+class JudgedClient:
     """Connections of one client software/version on one broker, listener and processor, with the policy's
     verdict on the real version; ``software_version`` is ``other`` when the cardinality cap folded it."""
 
@@ -128,6 +129,16 @@ class InventoryRow:
     violation: str | None = None  # below_minimum | denied_version | unknown_software | not_allowed
     violation_detail: str | None = None
     unparseable: bool = False  # a version rule applies but the version did not parse (never guessed)
+
+
+# What one poll of one source can produce.
+Reading = JmxReading | BrokerFacts | ClientMetricsReading
+ReadingT = TypeVar("ReadingT", JmxReading, BrokerFacts, ClientMetricsReading)
+
+# Cluster-level sources (metadata discovery, client-metrics subscriptions) are reported under this pseudo broker.
+CLUSTER_BROKER = "bootstrap"
+# The client_software_version of name/version pairs folded by the per-cluster cardinality cap.
+FOLDED_VERSION = "other"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -147,9 +158,11 @@ class SourceResult:
     finished_at: float
     error_reason: str | None = None
     error_message: str | None = None
-    jmx: JmxReading | None = None
-    broker: BrokerFacts | None = None
-    client_metrics: ClientMetricsReading | None = None
+    reading: Reading | None = None  # what the source read; None when the poll failed
+
+    def reading_of(self, kind: type[ReadingT]) -> ReadingT | None:
+        """The reading when this poll succeeded and produced a `kind`; None otherwise."""
+        return self.reading if self.ok and isinstance(self.reading, kind) else None
 
 
 def _frozen(mapping: Mapping) -> Mapping:
@@ -169,10 +182,16 @@ class Snapshot:
     last_success: Mapping[SourceKey, float] = field(default_factory=dict)
     clusters: tuple[str, ...] = ()
     interval_seconds: float = 0.0  # the configured collection interval, to judge cycle_duration_seconds by
-    inventory: tuple[InventoryRow, ...] = ()
+    clients: tuple[JudgedClient, ...] = ()
     folded_total: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors_total", _frozen(self.errors_total))
         object.__setattr__(self, "last_success", _frozen(self.last_success))
         object.__setattr__(self, "folded_total", _frozen(self.folded_total))
+
+    def client_metrics_by_cluster(self) -> dict[str, ClientMetricsReading]:
+        """Each cluster's client-metrics reading of this cycle (clusters whose poll failed are absent)."""
+        return {
+            r.key.cluster: reading for r in self.results if (reading := r.reading_of(ClientMetricsReading)) is not None
+        }

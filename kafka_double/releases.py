@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
-_CSV_PACKAGE = "exporter.data"
+_CSV_PACKAGE = "exporter.kafka_releases"
 _CSV_NAME = "api_versions_by_release.csv"
 
 # protocol.md §3.3: telemetry APIs are hidden unless a client-telemetry receiver is configured.

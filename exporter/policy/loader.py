@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from exporter.config.yaml_file import parse_mapping, read_text
 from exporter.policy.evaluation import CompiledRule, Policy
 from exporter.policy.model import PolicyFile, SoftwareRule
 from exporter.policy.versions import parse_version
-from exporter.yaml_file import parse_mapping, read_text
 
 __all__ = ["DEFAULT_POLICY_RESOURCE", "PolicyError", "default_policy_text", "load_policy"]
 

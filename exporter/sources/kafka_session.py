@@ -24,7 +24,7 @@ from kafka.net.sasl.oauth import AbstractTokenProvider
 from kafka.net.selector import NetworkSelector
 
 from exporter import __version__
-from exporter.config import ClusterConfig
+from exporter.config.settings import ClusterConfig
 
 log = logging.getLogger(__name__)
 

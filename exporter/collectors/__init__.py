@@ -1,0 +1,1 @@
+"""Collectors: one snapshot in, fresh Prometheus metric families out (nothing is kept between scrapes)."""

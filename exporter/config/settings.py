@@ -1,0 +1,389 @@
+"""Configuration: a YAML file plus `KCE_`-prefixed environment variables (pydantic-settings).
+
+Environment variables override the file; nested fields use `__` (for example
+`KCE_COLLECTION__INTERVAL_SECONDS=15`), lists take JSON (`KCE_CLUSTERS='[...]'`). Secrets may be given
+inline, or as `*_file` paths whose content is read at start-up (Kubernetes Secret mounts).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict, YamlConfigSettingsSource
+
+from exporter.config.yaml_file import parse_mapping, read_text
+
+ENV_PREFIX = "KCE_"
+_HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
+
+
+class ConfigError(Exception):
+    """A configuration problem, already phrased for the operator (field, value, what is allowed)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _read_secret_file(path: Path | None, field: str) -> SecretStr | None:
+    if path is None:
+        return None
+    try:
+        # Secret files from Kubernetes and Docker end with a newline that is not part of the secret.
+        return SecretStr(path.read_text(encoding="utf-8").rstrip("\r\n"))
+    except OSError as exc:
+        raise ValueError(f"{field}: cannot read {path}: {exc.strerror}") from None
+
+
+def _read_secret_env(name: str | None, field: str) -> SecretStr | None:
+    if name is None:
+        return None
+    value = os.environ.get(name)
+    if value is None:
+        raise ValueError(f"{field}: environment variable {name} is not set")
+    return SecretStr(value)
+
+
+class _Password(_Strict):
+    """A password given inline, as a file (Kubernetes Secret mounts) or as an environment variable name."""
+
+    password: SecretStr | None = None
+    password_file: Path | None = Field(default=None, description="file holding the password")
+    password_env: str | None = Field(default=None, description="environment variable holding the password")
+
+    @model_validator(mode="after")
+    def _resolve_password(self) -> _Password:
+        given = [name for name in ("password", "password_file", "password_env") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of password, password_file, password_env; got {', '.join(given)}")
+        if self.password_file is not None:
+            object.__setattr__(self, "password", _read_secret_file(self.password_file, "password_file"))
+        if self.password_env is not None:
+            object.__setattr__(self, "password", _read_secret_env(self.password_env, "password_env"))
+        return self
+
+    def secret(self) -> str | None:
+        return self.password.get_secret_value() if self.password is not None else None
+
+
+class JmxCredentials(_Password):
+    username: str | None = None
+
+    @model_validator(mode="after")
+    def _password_needs_user(self) -> JmxCredentials:
+        if self.password is not None and not self.username:
+            raise ValueError("a JMX password needs a username")
+        return self
+
+
+class ClusterJmx(JmxCredentials):
+    """JMX settings shared by the brokers of a cluster."""
+
+    port: int | None = Field(default=None, ge=1, le=65535, description="JMX RMI port on each broker host")
+
+
+class BrokerConfig(_Strict):
+    id: int = Field(ge=0)
+    host: str | None = Field(default=None, description="host of the broker's JMX endpoint")
+    jmx_url: str | None = None
+
+    @field_validator("jmx_url")
+    @classmethod
+    def _jmx_url_form(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("service:jmx:"):
+            raise ValueError(
+                f"{value!r} is not a JMX service URL; expected e.g. "
+                "'service:jmx:rmi:///jndi/rmi://kafka-0.example:9999/jmxrmi'"
+            )
+        return value
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
+
+
+class SaslConfig(_Password):
+    """SASL for the Kafka protocol; kafka-python runs the mechanism."""
+
+    mechanism: SaslMechanism
+    username: str | None = None
+    # OAUTHBEARER: a file holding the current token, re-read for every new connection so that a sidecar
+    # (or a projected service-account token) can refresh it.
+    token_file: Path | None = None
+    kerberos_service_name: str = "kafka"
+    kerberos_domain_name: str | None = None
+
+    @model_validator(mode="after")
+    def _mechanism_inputs(self) -> SaslConfig:
+        if self.mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            if not self.username or self.password is None:
+                raise ValueError(
+                    f"mechanism {self.mechanism} needs username and a password (password, password_file or "
+                    "password_env)"
+                )
+        elif self.mechanism == "OAUTHBEARER":
+            if self.token_file is None:
+                raise ValueError("mechanism OAUTHBEARER needs token_file (a file holding the bearer token)")
+            if not self.token_file.is_file():
+                raise ValueError(f"token_file {self.token_file} does not exist or is not a file")
+        elif self.mechanism == "GSSAPI":
+            try:
+                import gssapi  # noqa: F401  (kafka-python's GSSAPI mechanism needs it)
+            except ImportError:
+                raise ValueError(
+                    "mechanism GSSAPI needs the Python package 'gssapi' (pip install gssapi) and a Kerberos "
+                    "ticket or keytab"
+                ) from None
+        return self
+
+
+class TlsConfig(_Strict):
+    ca_file: Path | None = Field(default=None, description="CA bundle to verify the brokers; system CAs if unset")
+    cert_file: Path | None = Field(default=None, description="client certificate (mutual TLS)")
+    key_file: Path | None = None
+    key_password: SecretStr | None = None
+    key_password_file: Path | None = None
+    crl_file: Path | None = None
+    check_hostname: bool = True
+
+    @model_validator(mode="after")
+    def _files(self) -> TlsConfig:
+        for name in ("ca_file", "cert_file", "key_file", "crl_file"):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name} {path} does not exist or is not a file")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (mutual TLS)")
+        if self.key_password is not None and self.key_password_file is not None:
+            raise ValueError("give either key_password or key_password_file, not both")
+        if self.key_password_file is not None:
+            object.__setattr__(self, "key_password", _read_secret_file(self.key_password_file, "key_password_file"))
+        return self
+
+
+class KafkaSecurity(_Strict):
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl: SaslConfig | None = None
+    tls: TlsConfig | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KafkaSecurity:
+        uses_sasl = self.protocol.startswith("SASL_")
+        if uses_sasl and self.sasl is None:
+            raise ValueError(f"protocol {self.protocol} needs a sasl section (mechanism and credentials)")
+        if not uses_sasl and self.sasl is not None:
+            raise ValueError(f"a sasl section needs protocol SASL_PLAINTEXT or SASL_SSL, not {self.protocol}")
+        if self.tls is not None and not self.protocol.endswith("SSL"):
+            raise ValueError(f"a tls section needs protocol SSL or SASL_SSL, not {self.protocol}")
+        return self
+
+
+class ClusterConfig(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+    # Polled over the Kafka protocol (metadata, ApiVersions, client-metrics subscriptions) when given.
+    bootstrap_servers: list[str] = Field(default_factory=list)
+    security: KafkaSecurity = KafkaSecurity()
+    # Polled over JMX (connected clients) when given.
+    jmx: ClusterJmx | None = None
+    brokers: list[BrokerConfig] | None = None
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _host_port(cls, servers: list[str]) -> list[str]:
+        for server in servers:
+            match = _HOST_PORT.match(server)
+            if not match or not 1 <= int(match.group(1)) <= 65535:
+                raise ValueError(f"{server!r} is not host:port (port 1-65535)")
+        return servers
+
+    @model_validator(mode="after")
+    def _something_to_poll(self) -> ClusterConfig:
+        jmx_port = self.jmx.port if self.jmx else None
+        if self.brokers is None:
+            if not self.bootstrap_servers:
+                raise ValueError(
+                    "nothing to poll: give bootstrap_servers (Kafka protocol; brokers are discovered from "
+                    "metadata) or list brokers with a jmx_url each"
+                )
+            if self.jmx is not None and jmx_port is None:
+                raise ValueError(
+                    "jmx is set but has no port: set jmx.port (brokers are discovered from bootstrap_servers) "
+                    "or list brokers with a jmx_url each"
+                )
+            return self
+        ids = [broker.id for broker in self.brokers]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"broker ids must be unique; repeated: {duplicates}")
+        for broker in self.brokers:
+            if broker.jmx_url is None and (broker.host is None or jmx_port is None):
+                raise ValueError(f"broker {broker.id} has no jmx_url; give it one, or give it a host and set jmx.port")
+        return self
+
+    def credentials(self) -> tuple[str | None, str | None]:
+        if self.jmx is None:
+            return None, None
+        return self.jmx.username, self.jmx.secret()
+
+    @property
+    def polls_jmx(self) -> bool:
+        return self.jmx is not None or self.brokers is not None
+
+    @property
+    def polls_protocol(self) -> bool:
+        return bool(self.bootstrap_servers)
+
+
+class WebConfig(_Strict):
+    host: str = "0.0.0.0"
+    port: int = Field(default=9784, ge=1, le=65535)
+    config_file: Path | None = Field(
+        default=None, description="exporter-toolkit web config (TLS, basic auth); --web.config.file overrides it"
+    )
+
+
+class CollectionConfig(_Strict):
+    interval_seconds: float = Field(default=30.0, gt=0, le=3600)
+    max_concurrency: int = Field(default=8, ge=1, le=256, description="JMX calls (JVMs) running at once")
+    # Hard deadline per broker JMX call; unset: 10 s, or the interval when that is shorter.
+    jmx_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
+    # Per Kafka request and per bootstrap (metadata, ApiVersions, ListConfigResources, DescribeConfigs);
+    # unset: 10 s, or the interval when that is shorter.
+    protocol_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
+    network_processor_label: bool = Field(
+        default=False, description="keep the networkProcessor tag as a label instead of summing over it"
+    )
+    # Cardinality guard: distinct (software name, version) pairs per cluster exported as their own series;
+    # the rest fold into client_software_version="other" (counts kept).
+    max_versions_per_cluster: int = Field(default=300, ge=1, le=100000)
+
+    @model_validator(mode="after")
+    def _deadline_fits_interval(self) -> CollectionConfig:
+        for name in ("jmx_timeout_seconds", "protocol_timeout_seconds"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, min(10.0, self.interval_seconds))
+        for name in ("jmx_timeout_seconds", "protocol_timeout_seconds"):
+            if getattr(self, name) > self.interval_seconds:
+                raise ValueError(
+                    f"{name} ({getattr(self, name)}) must not exceed interval_seconds ({self.interval_seconds})"
+                )
+        return self
+
+
+class JavaConfig(_Strict):
+    path: str = "java"
+    # A JMX query JVM lives ~0.2 s: the C1-only JIT and serial GC cut its start-up CPU.
+    options: list[str] = Field(
+        default_factory=lambda: ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xshare:auto"]
+    )
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True)
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    web: WebConfig = WebConfig()
+    collection: CollectionConfig = CollectionConfig()
+    java: JavaConfig = JavaConfig()
+    # Version policy file extending/overriding the shipped default (docs/policy.md); unset: the default.
+    policy_file: Path | None = None
+    clusters: list[ClusterConfig] = Field(min_length=1)
+
+    @field_validator("clusters")
+    @classmethod
+    def _unique_names(cls, clusters: list[ClusterConfig]) -> list[ClusterConfig]:
+        names = [c.name for c in clusters]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"cluster names must be unique; repeated: {repeated}")
+        return clusters
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):  # type: ignore[no-untyped-def]
+        sources = [init_settings, env_settings]
+        if settings_cls.model_config.get("yaml_file"):
+            sources.append(YamlConfigSettingsSource(settings_cls))
+        return tuple(sources)
+
+
+def _check_yaml(path: Path) -> None:
+    """Fail with the file's own position when the YAML itself is broken or not a mapping."""
+    parse_mapping(
+        read_text(path, "config file", ConfigError),
+        f"config file {path}",
+        ConfigError,
+        "a mapping with a 'clusters' list",
+    )
+
+
+def load_settings(path: Path | None) -> Settings:
+    """Load the YAML file (optional when everything comes from the environment) and the environment."""
+    settings_cls: type[Settings] = Settings
+    if path is not None:
+        _check_yaml(path)
+        settings_cls = type("FileSettings", (Settings,), {"model_config": {**Settings.model_config, "yaml_file": path}})
+    try:
+        return settings_cls()
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, path)) from None
+
+
+def _allowed_fields(location: tuple[Any, ...]) -> list[str]:
+    """The field names valid at `location`'s parent, to name them when an unknown key is found."""
+    model: Any = Settings
+    for part in location[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return []
+        annotation = field.annotation
+        for candidate in (annotation, *getattr(annotation, "__args__", ())):
+            for inner in (candidate, *getattr(candidate, "__args__", ())):
+                if isinstance(inner, type) and issubclass(inner, BaseModel):
+                    model = inner
+                    break
+            else:
+                continue
+            break
+        else:
+            return []
+    return sorted(model.model_fields)
+
+
+def format_validation_error(exc: ValidationError, path: Path | None) -> str:
+    origin = f"config file {path}" if path else "configuration"
+    lines = [f"{origin} is invalid:"]
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            allowed = _allowed_fields(error["loc"])
+            message = "unknown field" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+        elif error["type"] == "missing":
+            message = "required field is missing"
+        value = error.get("input")
+        shown = (
+            ""
+            if error["type"] in ("missing", "extra_forbidden") or isinstance(value, dict | list)
+            else (f" (got {value!r})")
+        )
+        if "password" in location or "token" in location:
+            shown = ""
+        lines.append(f"  {location}: {message}{shown}")
+    lines.append(f"Environment variables {ENV_PREFIX}* override the file (nested keys joined with '__').")
+    return "\n".join(lines)

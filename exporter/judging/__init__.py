@@ -1,0 +1,1 @@
+"""Judging one cycle's client gauges: the version policy's verdict, then the per-cluster cardinality cap."""

@@ -1,0 +1,125 @@
+"""Infer a broker's Kafka release from the API version ranges it advertises in ApiVersions.
+
+Method (documented in README, "Broker release inference"): every release in the packaged
+``api_versions_by_release.csv`` (the specs of 2.0.0 ... 4.3.1) is compared with the advertisement.
+
+* A release is ruled out when the broker advertises an API key that release does not define, or a
+  maximum version above that release's spec: a broker cannot serve what its release never had.
+* Otherwise each API counts a mismatch when its maximum differs from the spec's (a spec maximum marked
+  unstable is hidden by default, so spec max - 1 is expected there) and when its minimum differs (except Produce
+  min 0 on 4.x, KAFKA-18659); each API the release requires but the broker does not advertise counts
+  one too. Listener-scoped APIs that only ZooKeeper-mode or only KRaft brokers serve (2.8-3.9) and the
+  telemetry APIs (71/72, hidden without a receiver) are not required.
+* The release with the fewest mismatches wins; ties go to the oldest, so the answer is a lower bound:
+  releases whose specs are identical (4.3.0 and 4.3.1; an x.y.0 and its later patch releases, which are
+  not in the CSV) cannot be told apart, and the earliest is reported. Forwarded admin APIs intersected
+  with an older controller, or a broker that advertises unstable versions, add mismatches; when the best
+  release still has more than a tenth of the advertised APIs mismatched, the answer is ``unknown``
+  (also for releases newer than the CSV, which advertise keys or versions it does not define).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+UNKNOWN = "unknown"
+_PRODUCE = 0
+_TELEMETRY = frozenset({71, 72})
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    min_version: int
+    max_version: int
+    unstable_top: bool
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Release:
+    name: str
+    key: tuple[int, int, int]
+    apis: dict[int, _Spec]
+
+
+def _release_key(name: str) -> tuple[int, int, int]:
+    major, minor, patch = (int(part) for part in name.split("."))
+    return major, minor, patch
+
+
+@functools.cache
+def _table() -> tuple[tuple[_Release, ...], dict[int, str]]:
+    text = (
+        resources.files("exporter.kafka_releases").joinpath("api_versions_by_release.csv").read_text(encoding="utf-8")
+    )
+    rows: dict[str, dict[int, _Spec]] = {}
+    names: dict[int, tuple[tuple[int, int, int], str]] = {}
+    for row in csv.DictReader(text.splitlines()):
+        release, api_key = row["kafka_release"], int(row["api_key"])
+        key = _release_key(release)
+        if key >= names.get(api_key, ((0, 0, 0), ""))[0]:
+            names[api_key] = (key, row["api_name"])
+        if not row["min_version"] or not row["max_version"] or "disabled" in row["notes"]:
+            continue  # removed in this release, or 2.7.0's disabled quorum APIs
+        scopes = set(row["listeners"].split())
+        if scopes and not scopes & {"broker", "zkBroker"}:
+            continue  # controller-only
+        # Pre-2.8 rows have no scope (every API served); 2.8-3.9 split ZooKeeper and KRaft brokers.
+        required = (not scopes or {"broker", "zkBroker"} <= scopes or key >= (4, 0, 0)) and api_key not in _TELEMETRY
+        rows.setdefault(release, {})[api_key] = _Spec(
+            int(row["min_version"]), int(row["max_version"]), row["latest_version_unstable"] == "true", required
+        )
+    releases = tuple(
+        sorted((_Release(name, _release_key(name), apis) for name, apis in rows.items()), key=lambda r: r.key)
+    )
+    return releases, {api_key: name for api_key, (_, name) in names.items()}
+
+
+def api_name(api_key: int) -> str:
+    """The API's name in the newest release that defines it (key 74 is ListConfigResources since 4.1)."""
+    return _table()[1].get(api_key, f"UnknownApi{api_key}")
+
+
+def _mismatches(release: _Release, advertised: dict[int, tuple[int, int]]) -> int | None:
+    count = 0
+    for api_key, (low, high) in advertised.items():
+        spec = release.apis.get(api_key)
+        if spec is None or high > spec.max_version:
+            return None
+        # Brokers hide an unstable top version unless unstable.api.versions.enable=true (rare: a mismatch).
+        expected_high = spec.max_version - 1 if spec.unstable_top else spec.max_version
+        if high != expected_high:
+            count += 1
+        produce_caveat = api_key == _PRODUCE and release.key >= (4, 0, 0) and low == 0
+        if low != spec.min_version and not produce_caveat:
+            count += 1
+    for api_key, spec in release.apis.items():
+        hidden_when_unstable = spec.unstable_top and spec.max_version - 1 < spec.min_version
+        if spec.required and api_key not in advertised and not hidden_when_unstable:
+            count += 1
+    return count
+
+
+def infer_release(advertised: dict[int, tuple[int, int]]) -> str:
+    """``advertised`` maps api key -> (min, max) as the broker sent them."""
+    if not advertised:
+        return UNKNOWN
+    best: tuple[int, str] | None = None
+    for release in _table()[0]:
+        score = _mismatches(release, advertised)
+        if score is not None and (best is None or score < best[0]):
+            best = (score, release.name)
+    if best is None or best[0] > max(1, len(advertised) // 10):
+        return UNKNOWN
+    return best[1]
+
+
+def releases_with_same_specs(release: str) -> list[str]:
+    """Releases whose broker-served specs are identical to ``release``'s (what inference cannot separate)."""
+    table = {r.name: r.apis for r in _table()[0]}
+    if release not in table:
+        return []
+    return [name for name, apis in table.items() if apis == table[release]]

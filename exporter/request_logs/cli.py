@@ -1,0 +1,118 @@
+"""``kafka-client-exporter inventory`` (also ``python -m exporter.request_logs`` and ``spark-submit``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from exporter.request_logs import api_catalog
+from exporter.request_logs.api_catalog import DEFAULT_TARGET_RELEASE
+
+EXIT_USAGE = 2
+log = logging.getLogger("exporter.request_logs")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input",
+        dest="inputs",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="PATH",
+        help="kafka-request.log* files (plain or .gz), directories (searched recursively) or globs; any Hadoop "
+        "file system URI works; repeatable",
+    )
+    parser.add_argument("--output", required=True, metavar="DIR", help="output directory (tables are overwritten)")
+    parser.add_argument(
+        "--target-release",
+        default=DEFAULT_TARGET_RELEASE,
+        help=f"Kafka release to check the fleet against (default {DEFAULT_TARGET_RELEASE})",
+    )
+    parser.add_argument(
+        "--policy",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="version policy file (the exporter's format; default: the shipped policy)",
+    )
+    parser.add_argument("--master", default=None, help="Spark master URL (default local[*], or spark-submit's)")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark configuration, e.g. spark.driver.memory=2g; repeatable",
+    )
+    parser.add_argument("--no-csv", action="store_true", help="write Parquet only")
+    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO")
+
+
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.driver.memory=2g")
+        conf[key.strip()] = value
+    return conf
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    # Validate everything cheap before a JVM starts.
+    from exporter.policy import PolicyError, load_policy
+
+    try:
+        conf = _spark_conf(args.conf)
+        api_catalog.ranges(args.target_release)
+        load_policy(args.policy)
+    except (ValueError, PolicyError) as exc:
+        print(f"kafka-client-exporter inventory: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    # pyspark is the optional 'inventory' extra: the daemon's commands must not need it.
+    from pyspark.errors import AnalysisException
+
+    from exporter.request_logs.job import InventoryOptions, run_inventory
+    from exporter.request_logs.session import build_session
+
+    spark = build_session(args.master, conf)
+    try:
+        summary = run_inventory(
+            spark,
+            InventoryOptions(
+                inputs=args.inputs,
+                output=args.output,
+                target_release=args.target_release,
+                policy_file=args.policy,
+                write_csv=not args.no_csv,
+            ),
+        )
+    except AnalysisException as exc:
+        # Missing input paths and the like: Spark's first message line says which.
+        print(f"kafka-client-exporter inventory: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        spark.stop()
+    print(
+        f"{summary.lines:,} lines ({summary.malformed_lines:,} not parsed), {summary.clients:,} clients, "
+        f"{summary.blocking_clients:,} blocking {args.target_release}, {summary.policy_clients:,} below the "
+        f"version policy; {summary.seconds:.1f} s"
+    )
+    for name, path in summary.outputs.items():
+        print(f"  {name}: {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="kafka-client-exporter inventory",
+        description="Fleet inventory from Kafka broker request logs, on Spark.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,144 @@
+"""End to end: a real Prometheus scrapes the exporter watching the broker double, an old librdkafka connects,
+KafkaClientBelowMinimumVersion fires (seen through Prometheus' HTTP API) and resolves after the client leaves."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kafka_double.clients import ClientKind, start_client
+from kafka_double.cluster import BrokerSpec, DoubleCluster
+from kafka_double.exporter_process import running_exporter, write_config
+from kafka_double.mbean_host import free_port
+from tests.support.promql import RULES_FILE
+
+pytestmark = pytest.mark.slow
+ALERT = "KafkaClientBelowMinimumVersion"
+
+
+def short_for_rules(target: Path) -> Path:
+    """The shipped rules with every `for:` cut to 5s: the expressions under test are the shipped ones, only the
+    waiting is shortened so the test takes seconds instead of 15 minutes."""
+    rules = yaml.safe_load(RULES_FILE.read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if "for" in rule:
+                rule["for"] = "5s"
+    target.write_text(yaml.safe_dump(rules))
+    return target
+
+
+@contextlib.contextmanager
+def running_prometheus(workdir: Path, exporter_port: int, rules: Path) -> Iterator[str]:
+    prometheus = shutil.which("prometheus")
+    assert prometheus, "prometheus is not on PATH; run bash scripts/setup.sh (scripts/setup.d/20-prometheus.sh)"
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(rules)],
+                "scrape_configs": [
+                    {"job_name": "kce", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}
+                ],
+            }
+        )
+    )
+    port = free_port()
+    log = (workdir / "prometheus.log").open("w")
+    process = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def api(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.load(response)["data"]
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if condition():
+                return
+        time.sleep(0.5)
+    tail = "\n".join(log.read_text().splitlines()[-20:]) if log.exists() else ""
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; prometheus log tail:\n{tail}")
+
+
+def old_librdkafka_alerts(base: str) -> list[dict[str, Any]]:
+    return [
+        alert
+        for alert in api(f"{base}/api/v1/alerts")["alerts"]
+        if alert["labels"]["alertname"] == ALERT and alert["labels"].get("client_software_version") == "1.5.0"
+    ]
+
+
+def test_old_client_fires_and_resolves(tmp_path: Path) -> None:
+    with DoubleCluster([BrokerSpec(id=1)]) as double:
+        config = write_config(
+            tmp_path / "exporter.yaml",
+            "local",
+            {1: double.broker(1).jmx_url},
+            interval_seconds=2,
+            jmx_timeout_seconds=2,
+        )
+        exporter_port = free_port()
+        rules = short_for_rules(tmp_path / "rules.yaml")
+        log = tmp_path / "prometheus.log"
+        with (
+            running_exporter(config, exporter_port),
+            running_prometheus(tmp_path, exporter_port, rules) as base,
+        ):
+            wait_for(
+                lambda: any(t["health"] == "up" for t in api(f"{base}/api/v1/targets")["activeTargets"]),
+                60,
+                "Prometheus' first successful scrape of the exporter",
+                log,
+            )
+            assert old_librdkafka_alerts(base) == []
+            client = start_client(
+                ClientKind.KCAT, double.bootstrap(), software_name="librdkafka", software_version="1.5.0"
+            )
+            with client:
+                client.wait_ready()
+                wait_for(
+                    lambda: any(a["state"] == "firing" for a in old_librdkafka_alerts(base)),
+                    60,
+                    f"{ALERT} firing for librdkafka 1.5.0",
+                    log,
+                )
+                firing = old_librdkafka_alerts(base)[0]
+                assert firing["labels"]["client_software_name"] == "librdkafka"
+                assert firing["labels"]["cluster"] == "local"
+                assert re.search(r"below the policy minimum", firing["annotations"]["description"])
+            wait_for(lambda: old_librdkafka_alerts(base) == [], 60, f"{ALERT} to resolve after the client left", log)

@@ -1,0 +1,26 @@
+"""One local SparkSession for every inventory test module (a session start costs seconds)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from exporter.request_logs.session import build_session
+
+    session = build_session(
+        "local[2]",
+        {
+            "spark.driver.host": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+        },
+    )
+    yield session
+    session.stop()

@@ -1,0 +1,179 @@
+"""The Spark job on small fixtures, checked field by field and against the reference parser."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import reference_parser
+from exporter.policy import load_policy
+from exporter.request_logs import log_format as lf
+from exporter.request_logs.job import InventoryTables, build_tables
+from tests.support import request_log_fixtures as fx
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[3]
+
+
+def spark_clients(tables: InventoryTables) -> list[reference_parser.ClientRow]:
+    from exporter.request_logs.tables import clients_as_logged
+
+    rows = clients_as_logged(tables.clients).collect()
+    return sorted((reference_parser.ClientRow(*row) for row in rows), key=repr)
+
+
+@pytest.fixture(scope="module")
+def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fx.write_fixture(tmp_path_factory.mktemp("inventory") / "logs")
+
+
+@pytest.fixture(scope="module")
+def built(spark, fixture_dir: Path) -> InventoryTables:
+    tables = build_tables(spark, [str(fixture_dir)], "4.0.0", load_policy(None))
+    yield tables
+    tables.unpersist()
+
+
+def test_clients_equal_the_reference_parser(built: InventoryTables, fixture_dir: Path) -> None:
+    expected = sorted(reference_parser.run([str(fixture_dir)]).clients, key=repr)
+    assert spark_clients(built) == expected
+    assert any(c.software_name == "apache-kafka-java" and c.client_id == "producer-1" for c in expected)
+
+
+def test_malformed_counts_and_bounded_samples(built: InventoryTables, fixture_dir: Path) -> None:
+    rows = built.malformed.collect()
+    totals = {r.reason: r.lines for r in rows}
+    assert totals == dict(reference_parser.run([str(fixture_dir)]).malformed)
+    truncated = [r for r in rows if r.reason == lf.REASON_BAD_JSON]
+    assert truncated[0].line == fx.TRUNCATED and truncated[0].file.endswith("broker-3/kafka-request.log")
+    assert all(len([r for r in rows if r.reason == reason]) <= lf.MALFORMED_SAMPLE_BUCKETS for reason in totals)
+
+
+def test_api_usage_and_upgrade_impact(built: InventoryTables) -> None:
+    usage = {(r.client_id, r.api_name, r.api_version): r.requests for r in built.api_usage.collect()}
+    assert usage[("legacy-etl", "Fetch", 3)] == 1
+    assert usage[("producer-1", "ApiVersions", 3)] == 1
+    impact = built.upgrade_impact.collect()
+    api = {
+        (r.client_id, r.api_name): (r.reason, r.versions_used, r.min_version_required)
+        for r in impact
+        if r.kind == "api_version"
+    }
+    assert api == {
+        ("legacy-etl", "Fetch"): ("version_removed", "3", 4),
+        ("legacy-etl", "OffsetCommit"): ("version_removed", "1", 2),
+    }  # Metadata v1 is still served by 4.0; nothing else is below a 4.0 floor
+    policy = {(r.client_id, r.reason) for r in impact if r.kind == "policy"}
+    assert ("legacy-etl", "unknown_software") in policy
+    assert not any(client == "rdkafka" for client, _ in policy)  # librdkafka 1.9.2 is above the 1.8.2 floor
+
+
+def test_group_protocols(built: InventoryTables) -> None:
+    rows = {r.group_id: r for r in built.group_protocols.collect()}
+    assert set(rows) == {"orders", "connect-cluster"}
+    orders = rows["orders"]
+    assert (orders.client_id, orders.protocol_types, orders.protocol_names, orders.offered_protocols) == (
+        "consumer-orders-1",
+        "consumer",
+        "range",
+        "cooperative-sticky,range",
+    )
+    assert (orders.join_group_versions, orders.sync_group_versions) == ("9", "5")
+    connect = rows["connect-cluster"]
+    assert (connect.protocol_types, connect.protocol_names, connect.offered_protocols) == (
+        "connect",
+        "sessioned",
+        "compatible,sessioned",
+    )
+
+
+def test_equal_to_the_reference_on_generated_logs(spark, tmp_path: Path) -> None:
+    _generated_logs(tmp_path, 3, clients=400)
+    reference = reference_parser.run([str(tmp_path)])
+    assert reference.lines > 2000 and len(reference.clients) > 300
+    tables = build_tables(spark, [str(tmp_path)], "4.0.0", load_policy(None))
+    try:
+        assert spark_clients(tables) == sorted(reference.clients, key=repr)
+    finally:
+        tables.unpersist()
+
+
+def _generated_logs(root: Path, megabytes: float, clients: int) -> Path:
+    spec = importlib.util.spec_from_file_location("inventory_logs", REPO / "bench" / "inventory_logs.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = generator  # its dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(generator)
+    generator.generate(root, int(megabytes * 1_000_000), clients=clients)
+    return root
+
+
+def test_the_fast_path_reads_lines_as_the_general_path_does(spark, fixture_dir: Path, tmp_path: Path) -> None:
+    """The fast-path patterns only decide how fast a line is read: every column of every line, usable or not,
+    is what the general path (TEXT_LINE, from_json) gives. Most generated lines must take the fast path."""
+    from pyspark.sql import functions as F
+
+    from exporter.request_logs import parse
+
+    generated = _generated_logs(tmp_path / "generated", 1, clients=100)
+    lines = parse.read_lines(spark, [str(fixture_dir), str(generated)])
+    fast = parse.parse_lines(lines)
+    general = parse.parse_lines(lines, fast_path=False)
+    assert fast.exceptAll(general).count() == 0
+    assert general.exceptAll(fast).count() == 0
+    taken = (
+        parse._fast_fields(parse.read_lines(spark, [str(generated)]))
+        .agg(F.count(F.lit(1)).alias("lines"), F.count("fast").alias("fast"))
+        .first()
+    )
+    assert taken is not None and taken.fast > 0.99 * taken.lines
+    # The fixture's escaped SSL principal and its broken lines are what the general path is for.
+    slow = parse._fast_fields(parse.read_lines(spark, [str(fixture_dir)])).where(F.col("fast").isNull())
+    assert slow.where(F.col("line").contains("Example\\\\, Inc.")).count() > 0
+
+
+def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "exporter",
+            "inventory",
+            "--input",
+            str(REPO / "samples" / "request-logs"),
+            "--output",
+            str(tmp_path / "out"),
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "0 not parsed" in done.stdout and "1 blocking 4.0.0" in done.stdout
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "<svg" in report and "legacy-billing" in report and "<script" not in report
+    header = (tmp_path / "out" / "clients.csv").read_text().splitlines()[0]
+    assert header.startswith("client_id,principal,source_host,listener,software_name,software_version")
+    assert (tmp_path / "out" / "upgrade_impact" / "_SUCCESS").exists()
+
+
+def test_bad_target_release_stops_before_spark(tmp_path: Path) -> None:
+    from exporter.cli import main
+
+    assert (
+        main(["inventory", "--input", str(tmp_path), "--output", str(tmp_path / "o"), "--target-release", "9.9.9"]) == 2
+    )

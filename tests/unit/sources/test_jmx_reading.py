@@ -1,0 +1,150 @@
+"""Turning the JMXQuery jar's JSON into a reading, and a reading into Prometheus series."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.judging.clients import ClientJudge
+from exporter.policy import load_policy
+from exporter.snapshot import JmxReading, Snapshot, SourceKey, SourceResult
+from exporter.sources.jmx import parse_reading
+from exporter.sources.object_name import parse_object_name
+from exporter.web.exposition import Exposition, render_snapshot
+
+CLIENT = (
+    "kafka.server:type=socket-server-metrics,"
+    "clientSoftwareName={n},clientSoftwareVersion={v},listener={l},networkProcessor={p}"
+)
+
+
+def gauge(name: str, version: str, listener: str, processor: int, value: float) -> dict:
+    return {
+        "mBeanName": CLIENT.format(n=name, v=version, l=listener, p=processor),
+        "attribute": "connections",
+        "attributeType": "Double",
+        "value": value,
+    }
+
+
+ITEMS = [
+    gauge("apache-kafka-java", "3.7.0", "PLAINTEXT", 0, 2.0),
+    gauge("apache-kafka-java", "3.7.0", "PLAINTEXT", 1, 3.0),
+    gauge("apache-kafka-java", "3.7.0", "INTERNAL", 3, 1.0),
+    gauge("librdkafka", "2.0.2", "PLAINTEXT", 0, 0.0),  # lingering zero-valued MBean
+    gauge("unknown", "unknown", "PLAINTEXT", 2, 4.0),
+    {  # TLS-cipher gauge: same type and attribute, other tags; never a client
+        "mBeanName": "kafka.server:type=socket-server-metrics,cipher=TLS_AES_256_GCM_SHA384,protocol=TLSv1.3,"
+        "listener=SSL,networkProcessor=4",
+        "attribute": "connections",
+        "attributeType": "Integer",
+        "value": 7,
+    },
+    {
+        "mBeanName": "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Metadata,version=2,"
+        "clientSoftwareName=unknown,clientSoftwareVersion=unknown",
+        "attribute": "Count",
+        "attributeType": "Long",
+        "value": 42,
+    },
+    {"mBeanName": "garbage", "attribute": "connections", "value": 1},
+    {"mBeanName": CLIENT.format(n="x", v="1", l="P", p=0), "attribute": "connections", "value": "NaN"},
+]
+
+
+def test_object_name_keeps_order_and_unquotes() -> None:
+    name = parse_object_name('kafka.server:type=a,clientSoftwareName="we,ird\\"name",listener=L')
+    assert list(name.properties) == ["type", "clientSoftwareName", "listener"]
+    assert name.properties["clientSoftwareName"] == 'we,ird"name'
+
+
+def test_reading_filters_cipher_gauges_and_garbage() -> None:
+    reading = parse_reading(ITEMS)
+    names = {(c.software_name, c.listener) for c in reading.clients}
+    assert ("apache-kafka-java", "INTERNAL") in names
+    assert all(c.listener != "SSL" for c in reading.clients)
+    assert len(reading.clients) == 5
+    assert [(d.request, d.version, d.count) for d in reading.deprecated_requests] == [("Metadata", "2", 42)]
+    suites = {(s.listener, s.network_processor): (s.keys, s.live_keys) for s in reading.suites}
+    assert suites[("PLAINTEXT", "0")] == (2, 1)
+
+
+def test_suite_full_only_when_every_key_is_live() -> None:
+    live = [gauge(f"c{i}", "1.0", "PLAINTEXT", 0, 1) for i in range(100)]
+    assert parse_reading(live).suites[0].full
+    # With one zero-valued key Kafka evicts it for a new client: still visible, so not full.
+    assert not parse_reading([*live[:99], gauge("gone", "1.0", "PLAINTEXT", 0, 0)]).suites[0].full
+
+
+def snapshot_of(*results: SourceResult) -> Snapshot:
+    inventory = ClientJudge(load_policy(None), max_versions_per_cluster=1000).judge(results)
+    return Snapshot(
+        sequence=1, taken_at=1.0, cycle_duration_seconds=0.5, results=results, clusters=("prod",), clients=inventory
+    )
+
+
+def samples(body: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def render(snapshot: Snapshot, per_processor: bool = False) -> dict:
+    return samples(render_snapshot(snapshot, openmetrics=False, network_processor_label=per_processor))
+
+
+def ok(broker: str, reading: JmxReading) -> SourceResult:
+    return SourceResult(SourceKey("prod", broker, "jmx"), True, 0.2, 1.0, reading=reading)
+
+
+def test_series_summed_over_processors_and_zero_dropped() -> None:
+    series = render(snapshot_of(ok("1", parse_reading(ITEMS))))
+    conns = {
+        dict(k[1])["client_software_name"] + "/" + dict(k[1])["listener"]: v
+        for k, v in series.items()
+        if k[0] == "kafka_client_connections"
+    }
+    assert conns == {"apache-kafka-java/PLAINTEXT": 5, "apache-kafka-java/INTERNAL": 1, "unknown/PLAINTEXT": 4}
+    labels = dict(next(k[1] for k in series if k[0] == "kafka_client_deprecated_requests_total"))
+    assert labels == {
+        "cluster": "prod",
+        "broker": "1",
+        "request": "Metadata",
+        "version": "2",
+        "client_software_name": "unknown",
+        "client_software_version": "unknown",
+    }
+
+
+def test_network_processor_label_is_opt_in() -> None:
+    series = render(snapshot_of(ok("1", parse_reading(ITEMS))), per_processor=True)
+    processors = sorted(dict(k[1])["network_processor"] for k in series if k[0] == "kafka_client_connections")
+    assert processors == ["0", "1", "2", "3"]
+
+
+def test_failed_broker_has_up_zero_and_no_client_series() -> None:
+    failed = SourceResult(SourceKey("prod", "2", "jmx"), False, 3.0, 1.0, error_reason="timeout", error_message="x")
+    series = render(snapshot_of(ok("1", parse_reading(ITEMS)), failed))
+    assert series[("kafka_client_exporter_up", (("broker", "2"), ("cluster", "prod"), ("source", "jmx")))] == 0
+    assert series[("kafka_client_exporter_up", (("broker", "1"), ("cluster", "prod"), ("source", "jmx")))] == 1
+    assert not [k for k in series if k[0] == "kafka_client_connections" and ("broker", "2") in k[1]]
+
+
+def test_openmetrics_rendering_ends_once_with_eof() -> None:
+    exposition = Exposition()
+    exposition.publish(snapshot_of(ok("1", parse_reading(ITEMS))))
+    body = exposition.render(openmetrics=True)
+    assert body.endswith(b"# EOF\n") and body.count(b"# EOF") == 1
+    assert b"kafka_client_deprecated_requests_total{" in body
+    assert b"process_resident_memory_bytes" in body
+
+
+def test_gzip_body_is_one_stream_with_process_metrics() -> None:
+    import gzip
+
+    exposition = Exposition()
+    exposition.publish(snapshot_of(ok("1", parse_reading(ITEMS))))
+    plain = gzip.decompress(exposition.render(openmetrics=False, compressed=True))
+    assert plain.startswith(b"# HELP kafka_client_exporter_build_info")
+    assert b"kafka_client_connections{" in plain and b"process_cpu_seconds_total" in plain

@@ -1,0 +1,304 @@
+"""The status page at `/` (issue 4, part 5): rendered from hand-built snapshots, then served by the exporter
+process against the broker double and opened in headless Chromium, which also saves a screenshot."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from exporter.snapshot import (
+    BrokerFacts,
+    ClientMetricsReading,
+    JudgedClient,
+    Snapshot,
+    SourceKey,
+    SourceResult,
+    Subscription,
+)
+from exporter.web.status_page import render_status_page
+from kafka_double.clients import ClientKind, start_client
+from kafka_double.cluster import BrokerSpec, DoubleCluster
+from kafka_double.exporter_process import running_exporter, write_config
+from kafka_double.mbean_host import free_port
+
+REPO = Path(__file__).resolve().parents[3]
+SCREENSHOT = REPO / "test-artifacts" / "status-page.png"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+NOW = 1_700_000_100.0
+
+
+class Tables(HTMLParser):
+    """Rows of every <table id=...> as {data-col: (text, title)}; enough to read the page as a user sees it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[dict[str, tuple[str, str | None]]]] = {}
+        self._table: str | None = None
+        self._cell: tuple[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "table" and attributes.get("id"):
+            self._table = attributes["id"]
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self.tables[self._table].append({})
+        elif tag == "td" and self._table is not None and "data-col" in attributes:
+            self._cell = (attributes["data-col"] or "", attributes.get("title"))
+            self._text = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None and self._table is not None:
+            column, title = self._cell
+            self.tables[self._table][-1][column] = ("".join(self._text).strip(), title)
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._text.append(data)
+
+
+def tables_of(page: str) -> dict[str, list[dict[str, str]]]:
+    parser = Tables()
+    parser.feed(page)
+    return {
+        table: [{column: text for column, (text, _) in row.items()} for row in rows if row]
+        for table, rows in parser.tables.items()
+    }
+
+
+def titles_of(page: str, table: str) -> list[dict[str, str | None]]:
+    parser = Tables()
+    parser.feed(page)
+    return [{column: title for column, (_, title) in row.items()} for row in parser.tables[table] if row]
+
+
+def row(broker: str, name: str, version: str, connections: int, **verdict: object) -> JudgedClient:
+    real = str(verdict.pop("real", version))
+    return JudgedClient("prod", broker, "PLAINTEXT", "0", name, version, real, connections, **verdict)  # type: ignore[arg-type]
+
+
+def facts(host: str, release: str) -> BrokerFacts:
+    return BrokerFacts(host, 4, (4,), (), (), (), 0, release)
+
+
+def snapshot(inventory: tuple[JudgedClient, ...] = (), results: tuple[SourceResult, ...] = (), **extra) -> Snapshot:
+    settings = {"clusters": ("prod",), "interval_seconds": 30.0, "cycle_duration_seconds": 1.25, **extra}
+    return Snapshot(sequence=7, taken_at=NOW - 12.5, results=results, clients=inventory, **settings)
+
+
+# -- fast: rendering --------------------------------------------------------------------------------------
+
+
+def test_before_the_first_cycle_the_page_says_so_and_still_links_the_endpoints() -> None:
+    page = render_status_page(None, NOW)
+    assert "first collection cycle has not finished" in page
+    for href in ("/metrics", "/api/client-metrics", "/healthz", "/readyz"):
+        assert f"href='{href}'" in page
+    assert "<table" not in page
+
+
+def test_inventory_is_summed_over_brokers_and_listeners_with_violations_first() -> None:
+    inventory = (
+        row("1", "apache-kafka-java", "3.9.0", 4),
+        row("2", "apache-kafka-java", "3.9.0", 2),
+        row("2", "librdkafka", "1.5.0", 1, violation="below_minimum", violation_detail="1.5.0 is below 1.8.2"),
+        row("3", "librdkafka", "1.5.0", 2, violation="below_minimum", violation_detail="1.5.0 is below 1.8.2"),
+        row("1", "librdkafka", "1.5.0", 0, violation="below_minimum", violation_detail="1.5.0 is below 1.8.2"),
+        row("1", "kafka-python", "nightly", 3, unparseable=True),
+        row("10", "sarama", "1.40.0", 1),
+    )
+    page = render_status_page(snapshot(inventory), NOW)
+    assert tables_of(page)["inventory-prod"] == [
+        {
+            "software": "librdkafka",
+            "version": "1.5.0",
+            "connections": "3",
+            "policy": "below_minimum",
+            "brokers": "2, 3",
+        },
+        {
+            "software": "kafka-python",
+            "version": "nightly",
+            "connections": "3",
+            "policy": "unparseable version",
+            "brokers": "1",
+        },
+        {"software": "apache-kafka-java", "version": "3.9.0", "connections": "6", "policy": "OK", "brokers": "1, 2"},
+        {"software": "sarama", "version": "1.40.0", "connections": "1", "policy": "OK", "brokers": "10"},
+    ]
+    assert titles_of(page, "inventory-prod")[0]["policy"] == "1.5.0 is below 1.8.2"
+
+
+def test_folded_versions_show_as_one_other_row_naming_what_was_folded() -> None:
+    inventory = (
+        row("1", "kgo", "other", 2, real="1.0.1"),
+        row("2", "kgo", "other", 1, real="1.0.2", violation="denied_version", violation_detail="1.0.2 is denied"),
+        row("1", "kgo", "1.17.0", 5),
+    )
+    page = render_status_page(snapshot(inventory, folded_total={"prod": 2}), NOW)
+    rows = tables_of(page)["inventory-prod"]
+    assert rows[0] == {
+        "software": "kgo",
+        "version": "other",
+        "connections": "3",
+        "policy": "denied_version",
+        "brokers": "1, 2",
+    }
+    assert rows[1]["version"] == "1.17.0" and rows[1]["policy"] == "OK"
+    assert "1.0.1, 1.0.2" in (titles_of(page, "inventory-prod")[0]["version"] or "")
+    assert tables_of(page)["exporter-health"][2] == {"folded-total": "2"}
+
+
+def test_hostile_names_and_error_messages_are_escaped() -> None:
+    hostile = "<script>alert('x')</script>"
+    inventory = (row("1", hostile, '1.0"><img src=x onerror=alert(1)>', 1, violation="unknown_software"),)
+    results = (
+        SourceResult(SourceKey("prod", "1", "jmx"), False, 0.5, NOW, "timeout", "<b>no answer</b> from 'host'"),
+        SourceResult(SourceKey("prod", "1", "api_versions"), True, 0.1, NOW, reading=facts("<h>", "4.1.0")),
+    )
+    page = render_status_page(snapshot(inventory, results), NOW)
+    assert "<script" not in page.lower() and "<img" not in page and "<b>" not in page and "<h>" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    inventory_row = tables_of(page)["inventory-prod"][0]
+    assert inventory_row["software"] == hostile  # the parser unescapes: a browser shows the name as sent
+    assert tables_of(page)["brokers-prod"][0]["host"] == "<h>"
+
+
+def test_page_references_no_external_asset_and_runs_no_script() -> None:
+    results = (
+        SourceResult(SourceKey("prod", "1", "api_versions"), True, 0.1, NOW, reading=facts("https://evil", "3.9.0")),
+        SourceResult(
+            SourceKey("prod", "bootstrap", "client_metrics"),
+            True,
+            0.2,
+            NOW,
+            reading=ClientMetricsReading(True, True, "ListConfigResources", (Subscription("s", 1000, (), ()),)),
+        ),
+    )
+    page = render_status_page(snapshot((row("1", "librdkafka", "2.3.0", 1),), results), NOW)
+    assert "<script" not in page.lower()
+    assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:)?//""", page)
+    assert not re.search(r"<link|@import|url\(", page)
+    # The one absolute URL on the page is a broker host taken from the snapshot, shown as text.
+    assert tables_of(page)["brokers-prod"][0]["host"] == "https://evil"
+
+
+def test_brokers_show_release_and_every_source_status_with_the_error() -> None:
+    results = (
+        SourceResult(SourceKey("prod", "2", "jmx"), True, 0.3, NOW),
+        SourceResult(SourceKey("prod", "2", "api_versions"), True, 0.1, NOW, reading=facts("kafka-2", "3.9.0")),
+        SourceResult(SourceKey("prod", "10", "api_versions"), True, 0.1, NOW, reading=facts("kafka-10", "4.1.0")),
+        SourceResult(SourceKey("prod", "10", "jmx"), False, 2.0, NOW, "auth", "JMX authentication failed"),
+        SourceResult(SourceKey("prod", "bootstrap", "discovery"), True, 0.05, NOW),
+    )
+    errors = {(SourceKey("prod", "10", "jmx"), "auth"): 3, (SourceKey("other", "1", "jmx"), "timeout"): 9}
+    page = render_status_page(snapshot(results=results, errors_total=errors), NOW)
+    tables = tables_of(page)
+    assert [(r["broker"], r["host"], r["release"], r["api-versions"]) for r in tables["brokers-prod"]] == [
+        ("2", "kafka-2", "3.9.0", "v4"),
+        ("10", "kafka-10", "4.1.0", "v4"),
+    ]
+    assert tables["brokers-prod"][0]["jmx"].startswith("up")
+    assert tables["brokers-prod"][1]["jmx"].startswith("down: auth") and "JMX authentication failed" in page
+    assert tables["errors-prod"] == [{"source": "jmx", "reason": "auth", "errors": "3"}]
+    assert "discovery <span class='ok'>up" in page
+    health = tables["exporter-health"]
+    assert health[0]["snapshot-age"].startswith("12.5 s old (cycle 7")
+    assert health[1]["cycle-duration"] == "1.25 s of a 30 s interval"
+
+
+def test_an_overrunning_cycle_and_a_stale_snapshot_are_flagged() -> None:
+    page = render_status_page(snapshot(cycle_duration_seconds=45.0), NOW + 200)
+    health = tables_of(page)["exporter-health"]
+    assert health[1]["cycle-duration"].endswith("(longer than the interval)")
+    assert page.count("class='warn'") >= 2
+
+
+def test_subscriptions_are_listed_with_the_rpc_used() -> None:
+    subscription = Subscription("producers", 60000, ("org.apache.kafka.producer.",), ("client_software_name=x",))
+    reading = ClientMetricsReading(True, True, "ListConfigResources", (subscription,))
+    results = (SourceResult(SourceKey("prod", "bootstrap", "client_metrics"), True, 0.2, NOW, reading=reading),)
+    page = render_status_page(snapshot(results=results), NOW)
+    assert "Client-metrics subscriptions (via ListConfigResources)" in page
+    assert "<td data-col='interval' class='num'>60000</td>" in page
+    assert "client_software_name=x" in page
+
+
+# -- slow: the exporter process and a real browser ---------------------------------------------------------
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.read().decode()
+
+
+def chromium(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / "chromium-profile"
+    run = subprocess.run(
+        ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run
+
+
+@pytest.fixture(scope="module")
+def double() -> Iterator[DoubleCluster]:
+    with DoubleCluster([BrokerSpec(id=1), BrokerSpec(id=2)]) as cluster:
+        yield cluster
+
+
+@pytest.mark.slow
+def test_served_page_in_headless_chromium_shows_the_old_client_as_below_minimum(
+    double: DoubleCluster, tmp_path: Path
+) -> None:
+    assert shutil.which("chromium"), "chromium is missing: run scripts/setup.sh (scripts/setup.d/40-chromium.sh)"
+    brokers = {b: double.broker(b).jmx_url for b in (1, 2)}
+    config = write_config(
+        tmp_path / "exporter.yaml", "local", brokers, double.bootstrap(), interval_seconds=2, jmx_timeout_seconds=2
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    kcat = start_client(ClientKind.KCAT, double.bootstrap(), software_name="librdkafka", software_version="1.5.0")
+    with kcat, running_exporter(config, port, stderr=subprocess.DEVNULL):
+        kcat.wait_ready()
+        deadline = time.monotonic() + 40
+        served: list[dict[str, str]] = []
+        while time.monotonic() < deadline:
+            try:
+                served = tables_of(fetch(url)).get("inventory-local", [])
+            except OSError:
+                served = []
+            if any(r["software"] == "librdkafka" for r in served):
+                break
+            time.sleep(0.3)
+        assert any(r["software"] == "librdkafka" for r in served), served
+
+        dom = chromium(tmp_path, "--dump-dom", url).stdout
+        tables = tables_of(dom)
+        [old] = [r for r in tables["inventory-local"] if r["software"] == "librdkafka"]
+        assert old["version"] == "1.5.0" and old["policy"] == "below_minimum" and int(old["connections"]) >= 1
+        assert tables["inventory-local"][0] == old  # the violation is listed first
+        assert {r["broker"] for r in tables["brokers-local"]} == {"1", "2"}
+        assert all(r["jmx"].startswith("up") and r["api_versions"].startswith("up") for r in tables["brokers-local"])
+
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        SCREENSHOT.unlink(missing_ok=True)
+        chromium(tmp_path, f"--screenshot={SCREENSHOT}", "--window-size=1280,900", url)
+    png = SCREENSHOT.read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+    assert int.from_bytes(png[16:20], "big") == 1280 and int.from_bytes(png[20:24], "big") == 900
