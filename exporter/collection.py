@@ -28,7 +28,7 @@ def _check_order(sources: list[Source]) -> None:
     for source in sources:
         if source.name in seen:
             raise ValueError(f"cluster {source.cluster}: two sources named {source.name}")
-        missing = [name for name in source.after if name not in seen]
+        missing = ", ".join(name for name in source.after if name not in seen)
         if missing:
             raise ValueError(f"cluster {source.cluster}: source {source.name} runs after {missing}, not before it")
         seen.add(source.name)
@@ -135,8 +135,8 @@ class CollectionLoop:
 
     def _forget_gone(self, current: set[SourceKey]) -> None:
         """Drop counters of brokers that left the cluster, or they would linger as stale series."""
-        for key in [k for k in self._errors_total if k[0] not in current]:
-            del self._errors_total[key]
+        for counted in [k for k in self._errors_total if k[0] not in current]:
+            del self._errors_total[counted]
         for key in [k for k in self._last_success if k not in current]:
             del self._last_success[key]
         for key in [k for k in self._last_error if k not in current]:
