@@ -13,11 +13,12 @@ from pathlib import Path
 from aiohttp import web
 
 from exporter import __version__
-from exporter.collection import SOURCE_API_VERSIONS, SOURCE_JMX, CollectionLoop
+from exporter.collection import CollectionLoop
 from exporter.config.settings import ConfigError, Settings, load_settings
 from exporter.config.web_config import WebServing, load_web_config
 from exporter.policy import Policy, PolicyError, load_policy
 from exporter.request_logs.cli import add_arguments as add_inventory_arguments
+from exporter.sources.base import SourceName
 from exporter.web.app import make_app
 from exporter.web.exposition import Exposition, render_snapshot
 from exporter.web.security import security_middlewares
@@ -99,7 +100,7 @@ async def _collect_once(settings: Settings, policy: Policy) -> int:
         await asyncio.to_thread(collection.close)
     sys.stdout.write(render_snapshot(snapshot, False, settings.collection.network_processor_label).decode())
     # Per-broker sources: a cluster polled over JMX, the protocol or both.
-    polled = [r for r in snapshot.results if r.key.source in (SOURCE_JMX, SOURCE_API_VERSIONS)]
+    polled = [r for r in snapshot.results if r.key.source in (SourceName.JMX, SourceName.API_VERSIONS)]
     if not any(r.ok for r in polled):
         log.error("every broker failed (%d polls)", len(polled))
         return 1

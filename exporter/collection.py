@@ -11,48 +11,27 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from exporter.config.settings import ClusterConfig, Settings
+from exporter.config.settings import Settings
 from exporter.judging.clients import ClientJudge
 from exporter.policy import Policy, load_policy
-from exporter.snapshot import CLUSTER_BROKER, BrokerFacts, Reading, Snapshot, SourceKey, SourceResult
-from exporter.sources.broker_protocol import key74_support, read_broker_facts, read_client_metrics
-from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
-from exporter.sources.kafka_session import BrokerAddress, KafkaSession, ProtocolError
+from exporter.snapshot import Reading, Snapshot, SourceKey, SourceResult
+from exporter.sources.base import Poll, Source, SourceError, SourceName
+from exporter.sources.cluster_sources import cluster_sources
 
 log = logging.getLogger(__name__)
 
-SOURCE_JMX = "jmx"
-SOURCE_DISCOVERY = "discovery"
-SOURCE_API_VERSIONS = "api_versions"
-SOURCE_CLIENT_METRICS = "client_metrics"
-# A broker that drops out of the metadata (killed, fenced) keeps being polled, and reported down, this
-# long after it was last in the metadata; after that it is taken as decommissioned and its series go.
-FORGET_ABSENT_BROKER_SECONDS = 600.0
 
-
-def jmx_url_for(host: str, port: int) -> str:
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"service:jmx:rmi:///jndi/rmi://{host}:{port}/jmxrmi"
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerTarget:
-    cluster: str
-    broker: str
-    jmx: JmxTarget
-
-
-@dataclass
-class _KnownBroker:
-    address: BrokerAddress
-    last_seen: float  # monotonic time it was last in the metadata
-
-
-async def _no_results() -> list[SourceResult]:
-    return []
+def _check_order(sources: list[Source]) -> None:
+    """Each source after those it runs after, and one of each per cluster: the cycle relies on both."""
+    seen: set[SourceName] = set()
+    for source in sources:
+        if source.name in seen:
+            raise ValueError(f"cluster {source.cluster}: two sources named {source.name}")
+        missing = ", ".join(name for name in source.after if name not in seen)
+        if missing:
+            raise ValueError(f"cluster {source.cluster}: source {source.name} runs after {missing}, not before it")
+        seen.add(source.name)
 
 
 class CollectionLoop:
@@ -68,63 +47,14 @@ class CollectionLoop:
         self._judge = ClientJudge(policy, settings.collection.max_versions_per_cluster)
         self._publish = publish
         self._clock = clock
-        self._java = JavaRuntime(settings.java.path, tuple(settings.java.options))
-        timeout = settings.collection.protocol_timeout_seconds
-        assert timeout is not None  # resolved by CollectionConfig
-        self._sessions = {c.name: KafkaSession(c, timeout) for c in settings.clusters if c.polls_protocol}
-        self._known: dict[str, dict[int, _KnownBroker]] = {name: {} for name in self._sessions}
-        # The highest ApiVersions version each broker advertised last time: where the next poll starts.
-        self._api_versions_start: dict[tuple[str, int], int] = {}
+        # Per configured cluster, in the order of the configuration.
+        self._sources = [cluster_sources(cluster, settings) for cluster in settings.clusters]
+        for sources in self._sources:
+            _check_order(sources)
         self._errors_total: dict[tuple[SourceKey, str], int] = {}
         self._last_success: dict[SourceKey, float] = {}
         self._last_error: dict[SourceKey, str | None] = {}
         self._sequence = 0
-
-    # -- targets ---------------------------------------------------------------------------------------
-
-    def _jmx_targets(self, cluster: ClusterConfig, brokers: list[BrokerAddress]) -> list[BrokerTarget]:
-        """Listed brokers with their JMX endpoints, or the metadata's brokers at jmx.port."""
-        username, password = cluster.credentials()
-        port = cluster.jmx.port if cluster.jmx else None
-        if cluster.brokers is not None:
-            return [
-                BrokerTarget(
-                    cluster.name,
-                    str(b.id),
-                    JmxTarget(b.jmx_url or jmx_url_for(b.host or "", port or 0), username, password),
-                )
-                for b in cluster.brokers
-            ]
-        if port is None:
-            return []
-        return [
-            BrokerTarget(cluster.name, str(b.node_id), JmxTarget(jmx_url_for(b.host, port), username, password))
-            for b in brokers
-        ]
-
-    async def _metadata(self, cluster: ClusterConfig) -> tuple[list[BrokerAddress], SourceResult]:
-        """The brokers to poll: those in the metadata now, plus those that left it recently (so a dead
-        broker shows as down instead of vanishing). On failure, the brokers known before."""
-        key = SourceKey(cluster.name, CLUSTER_BROKER, SOURCE_DISCOVERY)
-        known = self._known[cluster.name]
-        started = time.monotonic()
-        try:
-            current = await self._sessions[cluster.name].brokers()
-        except ProtocolError as error:
-            return [k.address for k in known.values()], self._result(key, started, error)
-        now = time.monotonic()
-        for address in current:
-            known[address.node_id] = _KnownBroker(address, now)
-        for node_id in [n for n, k in known.items() if now - k.last_seen > FORGET_ABSENT_BROKER_SECONDS]:
-            log.info(
-                "%s: broker %s left the metadata %.0f s ago; no longer polled",
-                cluster.name,
-                node_id,
-                now - known[node_id].last_seen,
-            )
-            del known[node_id]
-            self._api_versions_start.pop((cluster.name, node_id), None)
-        return [known[n].address for n in sorted(known)], self._result(key, started, None)
 
     # -- one cycle -------------------------------------------------------------------------------------
 
@@ -132,7 +62,7 @@ class CollectionLoop:
         self,
         key: SourceKey,
         started: float,
-        error: JmxError | ProtocolError | None,
+        error: SourceError | None,
         reading: Reading | None = None,
     ) -> SourceResult:
         now = self._clock()
@@ -153,66 +83,40 @@ class CollectionLoop:
         self._last_error[key] = error.reason
         return SourceResult(key, False, duration, now, error_reason=error.reason, error_message=str(error))
 
-    async def _poll_jmx(self, target: BrokerTarget, slots: asyncio.Semaphore) -> SourceResult:
-        key = SourceKey(target.cluster, target.broker, SOURCE_JMX)
-        async with slots:
+    async def _poll(self, source: Source, poll: Poll, slots: asyncio.Semaphore) -> SourceResult:
+        key = SourceKey(source.cluster, poll.broker, source.name)
+        async with slots if source.uses_slots else contextlib.nullcontext():
             started = time.monotonic()
             try:
-                reading = await read_broker(target.jmx, self._java, self._settings.collection.jmx_timeout_seconds)
-            except JmxError as error:
+                reading = await poll.read()
+            except SourceError as error:
                 return self._result(key, started, error)
         return self._result(key, started, None, reading)
 
-    async def _poll_api_versions(self, cluster: str, broker: BrokerAddress) -> SourceResult:
-        key = SourceKey(cluster, str(broker.node_id), SOURCE_API_VERSIONS)
-        started = time.monotonic()
-        start_version = self._api_versions_start.get((cluster, broker.node_id))
-        try:
-            facts = await self._sessions[cluster].call(read_broker_facts, broker.node_id, broker.host, start_version)
-        except ProtocolError as error:
-            return self._result(key, started, error)
-        own = facts.api(18)
-        if own is not None:
-            self._api_versions_start[(cluster, broker.node_id)] = own.max_version
-        return self._result(key, started, None, facts)
+    async def _run_source(
+        self,
+        source: Source,
+        before: dict[SourceName, asyncio.Task[list[SourceResult]]],
+        slots: asyncio.Semaphore,
+    ) -> list[SourceResult]:
+        earlier = {name: await task for name, task in before.items()}
+        return list(await asyncio.gather(*(self._poll(source, poll, slots) for poll in source.polls(earlier))))
 
-    async def _poll_client_metrics(self, cluster: str, brokers: list[SourceResult]) -> SourceResult | None:
-        """Ask the broker that serves the highest key-74 version (brokers differ during an upgrade)."""
-        answered = [(r.key.broker, facts) for r in brokers if (facts := r.reading_of(BrokerFacts)) is not None]
-        if not answered:
-            return None  # nothing known about the cluster this cycle; the broker results say why
-        chosen_broker, chosen_facts = max(answered, key=lambda pair: (key74_support(pair[1])[::-1], pair[0]))
-        key = SourceKey(cluster, CLUSTER_BROKER, SOURCE_CLIENT_METRICS)
-        started = time.monotonic()
-        try:
-            reading = await self._sessions[cluster].call(read_client_metrics, int(chosen_broker), chosen_facts)
-        except ProtocolError as error:
-            return self._result(key, started, error)
-        return self._result(key, started, None, reading)
-
-    async def _poll_protocol(self, cluster: ClusterConfig, brokers: list[BrokerAddress]) -> list[SourceResult]:
-        results = list(await asyncio.gather(*(self._poll_api_versions(cluster.name, b) for b in brokers)))
-        client_metrics = await self._poll_client_metrics(cluster.name, results)
-        return results + ([client_metrics] if client_metrics is not None else [])
-
-    async def _poll_cluster(self, cluster: ClusterConfig, slots: asyncio.Semaphore) -> list[SourceResult]:
-        results: list[SourceResult] = []
-        brokers: list[BrokerAddress] = []
-        if cluster.polls_protocol:
-            brokers, metadata = await self._metadata(cluster)
-            results.append(metadata)
-        targets = self._jmx_targets(cluster, brokers) if cluster.polls_jmx else []
-        protocol_results, jmx_results = await asyncio.gather(
-            self._poll_protocol(cluster, brokers) if cluster.polls_protocol else _no_results(),
-            asyncio.gather(*(self._poll_jmx(t, slots) for t in targets)),
-        )
-        return results + protocol_results + list(jmx_results)
+    async def _poll_cluster(self, sources: list[Source], slots: asyncio.Semaphore) -> list[SourceResult]:
+        """Every source as its own task, started once those it runs after have finished: JMX reads run
+        while ApiVersions and client metrics do. Results come in the order of the sources."""
+        tasks: dict[SourceName, asyncio.Task[list[SourceResult]]] = {}
+        for source in sources:
+            before = {name: tasks[name] for name in source.after}
+            tasks[source.name] = asyncio.create_task(self._run_source(source, before, slots))
+        per_source = await asyncio.gather(*tasks.values())
+        return [result for results in per_source for result in results]
 
     async def run_cycle(self) -> Snapshot:
         started = time.monotonic()
         # Made per cycle: an asyncio primitive belongs to the event loop that first waits on it.
         slots = asyncio.Semaphore(self._settings.collection.max_concurrency)
-        per_cluster = await asyncio.gather(*(self._poll_cluster(c, slots) for c in self._settings.clusters))
+        per_cluster = await asyncio.gather(*(self._poll_cluster(sources, slots) for sources in self._sources))
         results = [r for cluster_results in per_cluster for r in cluster_results]
         self._forget_gone({r.key for r in results})
         self._sequence += 1
@@ -231,8 +135,8 @@ class CollectionLoop:
 
     def _forget_gone(self, current: set[SourceKey]) -> None:
         """Drop counters of brokers that left the cluster, or they would linger as stale series."""
-        for key in [k for k in self._errors_total if k[0] not in current]:
-            del self._errors_total[key]
+        for counted in [k for k in self._errors_total if k[0] not in current]:
+            del self._errors_total[counted]
         for key in [k for k in self._last_success if k not in current]:
             del self._last_success[key]
         for key in [k for k in self._last_error if k not in current]:
@@ -257,5 +161,6 @@ class CollectionLoop:
                     await asyncio.wait_for(stop.wait(), remaining)
 
     def close(self) -> None:
-        for session in self._sessions.values():
-            session.close()
+        for sources in self._sources:
+            for source in sources:
+                source.close()

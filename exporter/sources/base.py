@@ -1,9 +1,16 @@
-"""What every source shares: the reasons a poll fails, as stable label values of
-kafka_client_exporter_errors_total, and the exception that carries one."""
+"""What every source shares: the `source` label values, the reasons a poll fails (stable label values of
+kafka_client_exporter_errors_total), the exception that carries one, and the Source interface the
+collection loop runs."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
+
+from exporter.snapshot import Reading, SourceResult
 
 
 class Reason(StrEnum):
@@ -19,9 +26,49 @@ class Reason(StrEnum):
     PROTOCOL = "protocol"
 
 
+class SourceName(StrEnum):
+    """What was polled; the value is the `source` label, so renaming one is a breaking change."""
+
+    DISCOVERY = "discovery"  # cluster metadata over the Kafka protocol: which brokers there are
+    API_VERSIONS = "api_versions"  # one broker's ApiVersions answer
+    CLIENT_METRICS = "client_metrics"  # the cluster's KIP-714 subscriptions
+    JMX = "jmx"  # one broker's KIP-511 client gauges
+
+
 class SourceError(Exception):
     """A failed poll, already phrased for the operator; `reason` goes into the errors counter."""
 
     def __init__(self, reason: Reason, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    """One read a source wants done this cycle: of `broker`, or of the whole cluster under CLUSTER_BROKER.
+    `read` returns what was read (None when the poll's only product is the source's own state) or raises
+    SourceError."""
+
+    broker: str
+    read: Callable[[], Awaitable[Reading | None]]
+
+
+class Source(ABC):
+    """One kind of poll of one cluster. Each cycle the loop waits for the sources named in `after`, asks
+    `polls` for this cycle's reads and runs them concurrently; it times each one and turns its reading or
+    SourceError into a SourceResult, so a source never sees counters, logs of state changes or Prometheus."""
+
+    name: ClassVar[SourceName]
+    # Whether the reads take one of the cycle's `collection.max_concurrency` slots (those that start a JVM).
+    uses_slots: ClassVar[bool] = False
+
+    def __init__(self, cluster: str, after: tuple[SourceName, ...] = ()) -> None:
+        self.cluster = cluster
+        self.after = after
+
+    @abstractmethod
+    def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
+        """This cycle's reads; `earlier` holds this cycle's results of each source named in `after`."""
+
+    def close(self) -> None:  # noqa: B027 - most sources hold nothing open; those that do override this
+        """Release what the source keeps open across cycles."""

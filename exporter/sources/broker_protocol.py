@@ -15,6 +15,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from exporter.kafka_releases.inference import api_name, infer_release
 from exporter.snapshot import ApiRange, BrokerFacts, ClientMetricsReading, FeatureRange, Subscription
+from exporter.sources.base import Reason
 from exporter.sources.kafka_session import SOFTWARE_NAME, ProtocolError, software_version
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,11 @@ async def read_broker_facts(
         if response.error_code == UNSUPPORTED_VERSION:
             fallback = min(own.max_version, ours) if own is not None else 0
             if fallback >= version or len(tried) > 3:
-                raise ProtocolError("protocol", f"ApiVersions v{version} unsupported and no lower version offered")
+                raise ProtocolError(Reason.PROTOCOL, f"ApiVersions v{version} unsupported and no lower version offered")
             version = fallback
             continue
         if response.error_code != NONE:
-            raise ProtocolError("protocol", f"ApiVersions v{version} failed with error code {response.error_code}")
+            raise ProtocolError(Reason.PROTOCOL, f"ApiVersions v{version} failed with error code {response.error_code}")
         if own is not None and version < min(own.max_version, ours) and len(tried) <= 3:
             version = min(own.max_version, ours)
             continue
@@ -101,10 +102,10 @@ def key74_support(facts: BrokerFacts) -> tuple[bool, bool]:
 def _describe_version(facts: BrokerFacts) -> int:
     rng = facts.api(DESCRIBE_CONFIGS)
     if rng is None:
-        raise ProtocolError("protocol", "the broker does not advertise DescribeConfigs")
+        raise ProtocolError(Reason.PROTOCOL, "the broker does not advertise DescribeConfigs")
     version = min(rng.max_version, DescribeConfigsRequest.max_version)
     if version < rng.min_version:
-        raise ProtocolError("protocol", f"no DescribeConfigs version in common (broker {rng.min_version}+)")
+        raise ProtocolError(Reason.PROTOCOL, f"no DescribeConfigs version in common (broker {rng.min_version}+)")
     return version
 
 
@@ -129,9 +130,9 @@ async def read_client_metrics(
         request = ListConfigResourcesRequest(version=0)
     response = await conn.send_request(request)
     if response.error_code == CLUSTER_AUTHORIZATION_FAILED:
-        raise ProtocolError("authorization", f"{api_used} denied (CLUSTER_AUTHORIZATION_FAILED): {ACL_HINT}")
+        raise ProtocolError(Reason.AUTHORIZATION, f"{api_used} denied (CLUSTER_AUTHORIZATION_FAILED): {ACL_HINT}")
     if response.error_code != NONE:
-        raise ProtocolError("protocol", f"{api_used} failed with error code {response.error_code}")
+        raise ProtocolError(Reason.PROTOCOL, f"{api_used} failed with error code {response.error_code}")
     names = sorted(r.resource_name for r in response.config_resources if not v1 or r.resource_type == CLIENT_METRICS)
     if not names:
         return ClientMetricsReading(v0, v1, api_used)
@@ -151,11 +152,11 @@ async def read_client_metrics(
     for result in described.results:
         if result.error_code == CLUSTER_AUTHORIZATION_FAILED:
             raise ProtocolError(
-                "authorization", f"DescribeConfigs of CLIENT_METRICS {result.resource_name!r} denied: {ACL_HINT}"
+                Reason.AUTHORIZATION, f"DescribeConfigs of CLIENT_METRICS {result.resource_name!r} denied: {ACL_HINT}"
             )
         if result.error_code != NONE:
             raise ProtocolError(
-                "protocol",
+                Reason.PROTOCOL,
                 f"DescribeConfigs of CLIENT_METRICS {result.resource_name!r} failed with error code "
                 f"{result.error_code}: {result.error_message}",
             )
@@ -164,7 +165,7 @@ async def read_client_metrics(
             interval = int(values.get("interval.ms") or DEFAULT_INTERVAL_MS)
         except ValueError:
             raise ProtocolError(
-                "invalid_response", f"subscription {result.resource_name!r}: interval.ms {values['interval.ms']!r}"
+                Reason.INVALID_RESPONSE, f"subscription {result.resource_name!r}: interval.ms {values['interval.ms']!r}"
             ) from None
         subscriptions.append(
             Subscription(

@@ -12,12 +12,16 @@ import json
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from jmxquery import JAR_PATH, JMXQuery
 
-from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, ProcessorSuite
+from exporter.config.settings import ClusterConfig
+from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, ProcessorSuite, SourceResult
+from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
+from exporter.sources.discovery import DiscoverySource
 from exporter.sources.object_name import parse_object_name
 
 log = logging.getLogger(__name__)
@@ -41,12 +45,8 @@ QUERIES: tuple[JMXQuery, ...] = (
 _DETAIL_CHARS = 300
 
 
-class JmxError(Exception):
-    """A failed JMX call; `reason` is a short, stable label for the errors counter."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+class JmxError(SourceError):
+    """A failed JMX call."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _redact(text: str, target: JmxTarget) -> str:
 def _classify_failure(returncode: int, stdout: str, stderr: str, target: JmxTarget) -> JmxError:
     if "SecurityException" in stderr or "Authentication failed" in stderr or "Credentials required" in stderr:
         return JmxError(
-            "authentication",
+            Reason.AUTHENTICATION,
             f"JMX authentication failed at {target.url} for user {target.username or '(none)'}: "
             "check the JMX username and password",
         )
@@ -91,11 +91,11 @@ def _classify_failure(returncode: int, stdout: str, stderr: str, target: JmxTarg
         reported = None
     if isinstance(reported, dict) and "error" in reported:
         return JmxError(
-            "connection",
+            Reason.CONNECTION,
             f"cannot connect to JMX at {target.url}: {_redact(str(reported.get('message')), target)}",
         )
     detail = _redact(stderr or stdout, target) or "no output"
-    return JmxError("jmx_error", f"JMX query at {target.url} failed (exit {returncode}): {detail}")
+    return JmxError(Reason.JMX_ERROR, f"JMX query at {target.url} failed (exit {returncode}): {detail}")
 
 
 async def run_queries(
@@ -111,13 +111,15 @@ async def run_queries(
             stderr=asyncio.subprocess.PIPE,
         )
     except FileNotFoundError:
-        raise JmxError("java_not_found", f"java executable {java.path!r} not found; set java.path") from None
+        raise JmxError(Reason.JAVA_NOT_FOUND, f"java executable {java.path!r} not found; set java.path") from None
     try:
         stdout_bytes, stderr_bytes = await asyncio.wait_for(process.communicate(), deadline_seconds)
     except TimeoutError:
         process.kill()
         await process.wait()
-        raise JmxError("timeout", f"JMX query at {target.url} did not finish within {deadline_seconds:g} s") from None
+        raise JmxError(
+            Reason.TIMEOUT, f"JMX query at {target.url} did not finish within {deadline_seconds:g} s"
+        ) from None
     except asyncio.CancelledError:
         process.kill()
         await process.wait()
@@ -131,10 +133,12 @@ async def run_queries(
         items = json.loads(stdout or "[]", strict=False)
     except ValueError:
         raise JmxError(
-            "invalid_response", f"JMX query at {target.url} returned no JSON: {_redact(stdout, target)}"
+            Reason.INVALID_RESPONSE, f"JMX query at {target.url} returned no JSON: {_redact(stdout, target)}"
         ) from None
     if not isinstance(items, list):
-        raise JmxError("invalid_response", f"JMX query at {target.url} returned {type(items).__name__}, not a list")
+        raise JmxError(
+            Reason.INVALID_RESPONSE, f"JMX query at {target.url} returned {type(items).__name__}, not a list"
+        )
     return items
 
 
@@ -201,3 +205,49 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
 
 async def read_broker(target: JmxTarget, java: JavaRuntime, deadline_seconds: float) -> JmxReading:
     return parse_reading(await run_queries(target, java, deadline_seconds))
+
+
+def jmx_url_for(host: str, port: int) -> str:
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"service:jmx:rmi:///jndi/rmi://{host}:{port}/jmxrmi"
+
+
+class JmxSource(Source):
+    """The cluster's listed brokers at their JMX endpoints, or else the brokers discovery knows at jmx.port.
+    Every read starts a JVM, so reads take the cycle's concurrency slots."""
+
+    name = SourceName.JMX
+    uses_slots = True
+
+    def __init__(
+        self, cluster: ClusterConfig, java: JavaRuntime, deadline_seconds: float, discovery: DiscoverySource | None
+    ) -> None:
+        listed = cluster.brokers is not None
+        super().__init__(cluster.name, after=() if listed or discovery is None else (SourceName.DISCOVERY,))
+        self._config = cluster
+        self._java = java
+        self._deadline_seconds = deadline_seconds
+        self._discovery = None if listed else discovery
+
+    def _targets(self) -> list[tuple[str, JmxTarget]]:
+        cluster = self._config
+        username, password = cluster.credentials()
+        port = cluster.jmx.port if cluster.jmx else None
+        if cluster.brokers is not None:
+            return [
+                (str(b.id), JmxTarget(b.jmx_url or jmx_url_for(b.host or "", port or 0), username, password))
+                for b in cluster.brokers
+            ]
+        if port is None or self._discovery is None:
+            return []
+        return [
+            (str(b.node_id), JmxTarget(jmx_url_for(b.host, port), username, password))
+            for b in self._discovery.brokers()
+        ]
+
+    def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
+        return [
+            Poll(broker, partial(read_broker, target, self._java, self._deadline_seconds))
+            for broker, target in self._targets()
+        ]

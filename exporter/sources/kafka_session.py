@@ -25,6 +25,7 @@ from kafka.net.selector import NetworkSelector
 
 from exporter import __version__
 from exporter.config.settings import ClusterConfig
+from exporter.sources.base import Reason, SourceError
 
 log = logging.getLogger(__name__)
 
@@ -42,21 +43,17 @@ def software_version(version: str = __version__) -> str:
     return cleaned if _SOFTWARE_PATTERN.fullmatch(cleaned) else "unknown"
 
 
-class ProtocolError(Exception):
-    """A failed Kafka protocol call, with the reason label used in kafka_client_exporter_errors_total."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+class ProtocolError(SourceError):
+    """A failed Kafka protocol call."""
 
 
-def classify(exc: BaseException) -> str:
+def classify(exc: BaseException) -> Reason:
     if isinstance(exc, TimeoutError | Errors.KafkaTimeoutError | Errors.RequestTimedOutError):
-        return "timeout"
+        return Reason.TIMEOUT
     if isinstance(exc, Errors.SaslAuthenticationFailedError):
-        return "authentication"
+        return Reason.AUTHENTICATION
     if isinstance(exc, Errors.AuthorizationError):
-        return "authorization"
+        return Reason.AUTHORIZATION
     if isinstance(
         exc,
         Errors.KafkaConnectionError
@@ -64,8 +61,8 @@ def classify(exc: BaseException) -> str:
         | Errors.UnknownBrokerIdError
         | OSError,  # refused, reset, TLS handshake (ssl.SSLError is an OSError)
     ):
-        return "connection"
-    return "protocol"
+        return Reason.CONNECTION
+    return Reason.PROTOCOL
 
 
 class _TokenFileProvider(AbstractTokenProvider):
@@ -175,7 +172,7 @@ class KafkaSession:
                     f"broker {exc.args[0] if exc.args else '?'} is not in the cluster "
                     "metadata (stopped, fenced or removed)",
                 ) from None
-            if reason == "authentication":
+            if reason == Reason.AUTHENTICATION:
                 await asyncio.to_thread(self.close)
             raise ProtocolError(reason, f"{type(exc).__name__}: {exc}") from None
 
@@ -184,7 +181,7 @@ class KafkaSession:
         try:
             return await self.call(_refresh_brokers, int(self._timeout * 1000))
         except ProtocolError as error:
-            if error.reason == "authentication":
+            if error.reason == Reason.AUTHENTICATION:
                 await asyncio.to_thread(self.close)
             raise
 
