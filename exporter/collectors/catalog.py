@@ -1,0 +1,227 @@
+"""Every metric family /metrics exposes, defined once: name, type, help text and label names.
+
+The collectors build their families from these entries; the dashboards, the alert rules and the README's metrics
+table are tested against them. CATALOG is in exposition order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from exporter.sources.base import Reason
+
+CLIENT_MBEAN = (
+    "kafka.server:type=socket-server-metrics,clientSoftwareName,clientSoftwareVersion,listener,networkProcessor"
+)
+# Opt-in label (collection.network_processor_label) of the client families, which otherwise sum over processors.
+NETWORK_PROCESSOR = "network_processor"
+
+
+class Kind(StrEnum):
+    GAUGE = "gauge"
+    COUNTER = "counter"
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    name: str  # as prometheus_client takes it: a counter's without the `_total` its samples carry
+    kind: Kind
+    help: str
+    labels: tuple[str, ...] = ()  # every label, in the order values are given; opt-in ones included
+    per_processor_opt_in: bool = False  # NETWORK_PROCESSOR is in `labels` only when the setting asks for it
+
+    def label_names(self, network_processor_label: bool) -> list[str]:
+        if self.per_processor_opt_in and not network_processor_label:
+            return [label for label in self.labels if label != NETWORK_PROCESSOR]
+        return list(self.labels)
+
+    @property
+    def sample_name(self) -> str:
+        """The series name Prometheus stores and PromQL selects."""
+        return f"{self.name}_total" if self.kind is Kind.COUNTER else self.name
+
+    def new(self, network_processor_label: bool = False) -> GaugeMetricFamily | CounterMetricFamily:
+        """An empty family to add this scrape's samples to."""
+        family_type = CounterMetricFamily if self.kind is Kind.COUNTER else GaugeMetricFamily
+        return family_type(self.name, self.help, labels=self.label_names(network_processor_label))
+
+
+_CLIENT = ("cluster", "broker", "listener", NETWORK_PROCESSOR, "client_software_name", "client_software_version")
+_SOURCE = ("cluster", "broker", "source")
+_API = ("cluster", "broker", "api")
+_FEATURE = ("cluster", "broker", "feature")
+
+BUILD_INFO = Family(
+    "kafka_client_exporter_build_info", Kind.GAUGE, "Version of kafka-client-exporter; always 1.", ("version",)
+)
+
+# Clients (KIP-511 gauges as judged and folded, KIP-896 deprecated requests, full gauge suites).
+POLICY_VIOLATION_CONNECTIONS = Family(
+    "kafka_client_policy_violation_connections",
+    Kind.GAUGE,
+    "Open connections of client software that breaks the version policy, by reason (below_minimum, "
+    "denied_version, unknown_software, not_allowed); judged on the real version before any folding. "
+    "Only non-zero values are exported.",
+    (*_CLIENT, "reason"),
+    per_processor_opt_in=True,
+)
+SERIES_FOLDED = Family(
+    "kafka_client_exporter_series_folded",
+    Kind.COUNTER,
+    'Client software name/version pairs folded into client_software_version="other" because the '
+    "cluster has more distinct pairs than collection.max_versions_per_cluster (counted once per cycle).",
+    ("cluster",),
+)
+CONNECTIONS = Family(
+    "kafka_client_connections",
+    Kind.GAUGE,
+    f"Open connections per client software name and version (KIP-511), from JMX {CLIENT_MBEAN} "
+    "attribute connections, summed over network processors unless network_processor is a label. "
+    "Only non-zero values are exported: Kafka keeps zero-valued MBeans, we drop them. "
+    "Collected in the background; see kafka_client_exporter_snapshot_timestamp_seconds.",
+    _CLIENT,
+    per_processor_opt_in=True,
+)
+DEPRECATED_REQUESTS = Family(
+    "kafka_client_deprecated_requests",
+    Kind.COUNTER,
+    "Requests in API versions deprecated by KIP-896 per client software, from JMX "
+    "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec attribute Count (brokers 3.7-3.9).",
+    ("cluster", "broker", "request", "version", "client_software_name", "client_software_version"),
+)
+CLIENT_SUITE_FULL = Family(
+    "kafka_client_exporter_client_suite_full",
+    Kind.GAUGE,
+    "1 when a network processor tracks 100 client name/version keys that all have connections: Kafka "
+    "then silently stops tracking new clients there, so the inventory of that processor is incomplete.",
+    ("cluster", "broker", "listener", NETWORK_PROCESSOR),
+)
+
+# Brokers (ApiVersions: KIP-35, KIP-511, KIP-584).
+BROKER_INFO = Family(
+    "kafka_broker_info",
+    Kind.GAUGE,
+    "Broker facts from ApiVersions; always 1. inferred_release is the oldest Kafka release whose API "
+    "specs match the advertised ranges (a lower bound: releases with identical specs cannot be told "
+    "apart), or unknown.",
+    ("cluster", "broker", "host", "inferred_release"),
+)
+API_VERSION_MIN = Family(
+    "kafka_broker_api_version_min",
+    Kind.GAUGE,
+    "Lowest version of each API the broker advertises in ApiVersions (KIP-35/KIP-511).",
+    _API,
+)
+API_VERSION_MAX = Family(
+    "kafka_broker_api_version_max",
+    Kind.GAUGE,
+    "Highest version of each API the broker advertises in ApiVersions (KIP-35/KIP-511).",
+    _API,
+)
+FINALIZED_FEATURE_LEVEL = Family(
+    "kafka_broker_finalized_feature_level",
+    Kind.GAUGE,
+    "Finalized (cluster-wide) max level of each KIP-584 feature, e.g. metadata.version, from ApiVersions "
+    "v3+ tagged field FinalizedFeatures.",
+    _FEATURE,
+)
+SUPPORTED_FEATURE_MAX_LEVEL = Family(
+    "kafka_broker_supported_feature_max_level",
+    Kind.GAUGE,
+    "Highest level of each KIP-584 feature this broker supports, from ApiVersions v3+ tagged field SupportedFeatures.",
+    _FEATURE,
+)
+
+# Client-metrics subscriptions (KIP-714).
+SUBSCRIPTIONS = Family(
+    "kafka_client_metrics_subscriptions",
+    Kind.GAUGE,
+    "KIP-714 client-metrics subscriptions in the cluster, listed with ListClientMetricsResources / "
+    "ListConfigResources (key 74).",
+    ("cluster",),
+)
+SUBSCRIPTION_INFO = Family(
+    "kafka_client_metrics_subscription_info",
+    Kind.GAUGE,
+    "One client-metrics subscription (DescribeConfigs of CLIENT_METRICS); always 1. Its metrics and match "
+    "lists are on the landing page and at /api/client-metrics.",
+    ("cluster", "name", "interval_ms"),
+)
+API_SUPPORTED = Family(
+    "kafka_client_exporter_api_supported",
+    Kind.GAUGE,
+    "1 when the cluster's brokers serve this API: ListClientMetricsResources is key 74 v0 (3.7+), "
+    "ListConfigResources key 74 v1 (4.1+).",
+    ("cluster", "api"),
+)
+
+# The exporter's own health.
+UP = Family(
+    "kafka_client_exporter_up",
+    Kind.GAUGE,
+    "1 when the last poll of this broker's source succeeded, else 0.",
+    _SOURCE,
+)
+COLLECT_DURATION = Family(
+    "kafka_client_exporter_collect_duration_seconds",
+    Kind.GAUGE,
+    "Wall time of the last poll of this broker's source.",
+    _SOURCE,
+)
+ERRORS = Family(
+    "kafka_client_exporter_errors",
+    Kind.COUNTER,
+    f"Failed polls by reason ({', '.join(Reason)}).",
+    (*_SOURCE, "reason"),
+)
+LAST_SUCCESS = Family(
+    "kafka_client_exporter_last_success_timestamp_seconds",
+    Kind.GAUGE,
+    "Unix time of the last successful poll of this broker's source.",
+    _SOURCE,
+)
+SNAPSHOT_TIMESTAMP = Family(
+    "kafka_client_exporter_snapshot_timestamp_seconds",
+    Kind.GAUGE,
+    "Unix time the served snapshot was completed; /metrics serves the latest background cycle, so "
+    "time() minus this is the age of the data.",
+)
+CYCLE_DURATION = Family(
+    "kafka_client_exporter_cycle_duration_seconds",
+    Kind.GAUGE,
+    "Wall time of the last complete collection cycle over all clusters and brokers.",
+)
+COLLECTION_INTERVAL = Family(
+    "kafka_client_exporter_collection_interval_seconds",
+    Kind.GAUGE,
+    "Configured pause between the starts of two collection cycles; a cycle_duration_seconds above it "
+    "means collection cannot keep up.",
+)
+
+CATALOG: tuple[Family, ...] = (
+    BUILD_INFO,
+    POLICY_VIOLATION_CONNECTIONS,
+    SERIES_FOLDED,
+    CONNECTIONS,
+    DEPRECATED_REQUESTS,
+    CLIENT_SUITE_FULL,
+    BROKER_INFO,
+    API_VERSION_MIN,
+    API_VERSION_MAX,
+    FINALIZED_FEATURE_LEVEL,
+    SUPPORTED_FEATURE_MAX_LEVEL,
+    SUBSCRIPTIONS,
+    SUBSCRIPTION_INFO,
+    API_SUPPORTED,
+    UP,
+    COLLECT_DURATION,
+    ERRORS,
+    LAST_SUCCESS,
+    SNAPSHOT_TIMESTAMP,
+    CYCLE_DURATION,
+    COLLECTION_INTERVAL,
+)
+BY_SAMPLE_NAME: dict[str, Family] = {family.sample_name: family for family in CATALOG}

@@ -1,0 +1,62 @@
+"""Client families: connections and policy violations of the judged clients, folded pairs, KIP-896 deprecated
+requests and full gauge suites."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from prometheus_client.core import Metric
+
+from exporter.collectors import catalog
+from exporter.snapshot import JmxReading, Snapshot
+
+
+def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterator[Metric]:
+    connections = catalog.CONNECTIONS.new(network_processor_label)
+    violations = catalog.POLICY_VIOLATION_CONNECTIONS.new(network_processor_label)
+    sums: dict[tuple[str, ...], int] = defaultdict(int)
+    violating: dict[tuple[str, ...], int] = defaultdict(int)
+    for row in snapshot.clients:
+        key = (
+            row.cluster,
+            row.broker,
+            row.listener,
+            *([row.network_processor] if network_processor_label else []),
+            row.software_name,
+            row.software_version,
+        )
+        sums[key] += row.connections
+        if row.violation is not None:
+            violating[(*key, row.violation)] += row.connections
+    for key, total in sorted(sums.items()):
+        connections.add_metric(list(key), total)
+    for key, total in sorted(violating.items()):
+        violations.add_metric(list(key), total)
+
+    deprecated = catalog.DEPRECATED_REQUESTS.new()
+    suite_full = catalog.CLIENT_SUITE_FULL.new()
+    for result in snapshot.results:
+        jmx = result.reading_of(JmxReading)
+        if jmx is None:
+            continue
+        cluster, broker = result.key.cluster, result.key.broker
+        for request in jmx.deprecated_requests:
+            deprecated.add_metric(
+                [
+                    cluster,
+                    broker,
+                    request.request,
+                    request.version,
+                    request.software_name,
+                    request.software_version,
+                ],
+                request.count,
+            )
+        for suite in jmx.suites:
+            suite_full.add_metric([cluster, broker, suite.listener, suite.network_processor], int(suite.full))
+
+    folded = catalog.SERIES_FOLDED.new()
+    for cluster in snapshot.clusters:
+        folded.add_metric([cluster], snapshot.folded_total.get(cluster, 0))
+    yield from (violations, folded, connections, deprecated, suite_full)

@@ -1,0 +1,103 @@
+"""One snapshot that fills every metric family: judged clients (violations, a folded pair, a label value that
+needs escaping), deprecated requests, a full network processor, broker facts with features, client-metrics
+subscriptions on one cluster and none on an older one, a failed poll with its error count."""
+
+from __future__ import annotations
+
+from exporter.snapshot import (
+    CLUSTER_BROKER,
+    FOLDED_VERSION,
+    ApiRange,
+    BrokerFacts,
+    ClientConnections,
+    ClientMetricsReading,
+    DeprecatedRequests,
+    FeatureRange,
+    JmxReading,
+    JudgedClient,
+    ProcessorSuite,
+    Snapshot,
+    SourceKey,
+    SourceResult,
+    Subscription,
+)
+
+PROD_1_JMX = SourceKey("prod", "1", "jmx")
+PROD_1_API = SourceKey("prod", "1", "api_versions")
+PROD_2_JMX = SourceKey("prod", "2", "jmx")
+PROD_METRICS = SourceKey("prod", CLUSTER_BROKER, "client_metrics")
+OLD_METRICS = SourceKey("old", CLUSTER_BROKER, "client_metrics")
+ODD_NAME = 'odd "client"\\\nname'
+
+
+def judged(broker: str, processor: str, name: str, version: str, connections: int, **kw: str) -> JudgedClient:
+    return JudgedClient(
+        cluster="prod",
+        broker=broker,
+        listener="PLAINTEXT",
+        network_processor=processor,
+        software_name=name,
+        software_version=kw.pop("shown_version", version),
+        real_software_version=version,
+        connections=connections,
+        **kw,
+    )
+
+
+def rich_snapshot() -> Snapshot:
+    jmx = JmxReading(
+        clients=(
+            ClientConnections("PLAINTEXT", "0", "apache-kafka-java", "3.7.0", 2),
+            ClientConnections("PLAINTEXT", "1", "apache-kafka-java", "3.7.0", 3),
+        ),
+        deprecated_requests=(
+            DeprecatedRequests("Metadata", "2", "librdkafka", "1.5.0", 42),
+            DeprecatedRequests("Produce", "1", "unknown", "unknown", 7),
+        ),
+        suites=(ProcessorSuite("PLAINTEXT", "0", 100, 100), ProcessorSuite("PLAINTEXT", "1", 12, 3)),
+    )
+    facts = BrokerFacts(
+        host="broker-1.prod:9092",
+        request_version=4,
+        versions_tried=(4,),
+        apis=(ApiRange(0, "Produce", 3, 12), ApiRange(18, "ApiVersions", 0, 4)),
+        supported_features=(FeatureRange("metadata.version", 1, 27), FeatureRange("kraft.version", 0, 1)),
+        finalized_features=(FeatureRange("metadata.version", 27, 27),),
+        finalized_features_epoch=5,
+        inferred_release="4.0",
+    )
+    metrics = ClientMetricsReading(
+        list_v0_supported=True,
+        list_v1_supported=False,
+        api_used="ListClientMetricsResources",
+        subscriptions=(
+            Subscription("basic", 60000, ("org.apache.kafka.producer.",), ("client_software_name=.*",)),
+            Subscription("fine", 5000, (), ()),
+        ),
+    )
+    results = (
+        SourceResult(PROD_1_JMX, True, 0.25, 1000.5, reading=jmx),
+        SourceResult(PROD_1_API, True, 0.05, 1000.25, reading=facts),
+        SourceResult(PROD_2_JMX, False, 2.0, 1001.0, error_reason="timeout", error_message="no answer in 2 s"),
+        SourceResult(PROD_METRICS, True, 0.125, 1000.75, reading=metrics),
+        SourceResult(OLD_METRICS, True, 0.5, 1000.0, reading=ClientMetricsReading(False, False, None)),
+    )
+    clients = (
+        judged("1", "0", "apache-kafka-java", "3.7.0", 2),
+        judged("1", "1", "apache-kafka-java", "3.7.0", 3),
+        judged("1", "0", "librdkafka", "1.5.0", 4, violation="below_minimum", violation_detail="below 1.8.2"),
+        judged("1", "1", "librdkafka", "1.5.0", 1, violation="below_minimum", violation_detail="below 1.8.2"),
+        judged("1", "1", ODD_NAME, "9.9", 6, shown_version=FOLDED_VERSION, violation="unknown_software"),
+    )
+    return Snapshot(
+        sequence=7,
+        taken_at=1001.5,
+        cycle_duration_seconds=1.25,
+        results=results,
+        errors_total={(PROD_2_JMX, "timeout"): 3, (PROD_1_API, "connection"): 1},
+        last_success={PROD_1_JMX: 1000.5, PROD_1_API: 1000.25, PROD_2_JMX: 900.0, PROD_METRICS: 1000.75},
+        clusters=("old", "prod"),
+        interval_seconds=30.0,
+        clients=clients,
+        folded_total={"prod": 2},
+    )

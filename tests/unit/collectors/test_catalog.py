@@ -1,0 +1,43 @@
+"""The catalog is what /metrics really exposes: every family, in order, with its type, help text and labels."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.collectors.catalog import BY_SAMPLE_NAME, CATALOG, ERRORS, Kind
+from exporter.sources.base import Reason
+from exporter.web.exposition import render_snapshot
+from tests.unit.collectors.rich_snapshot import rich_snapshot
+
+
+@pytest.mark.parametrize("per_processor", [False, True])
+def test_the_exposition_is_the_catalog_in_order(per_processor: bool) -> None:
+    body = render_snapshot(rich_snapshot(), openmetrics=False, network_processor_label=per_processor).decode()
+    exposed = list(text_string_to_metric_families(body))
+    assert [(f.name, f.type, f.documentation) for f in exposed] == [(e.name, e.kind, e.help) for e in CATALOG]
+    for family, entry in zip(exposed, CATALOG, strict=True):
+        assert family.samples, f"the rich snapshot leaves {entry.name} empty"
+        for sample in family.samples:
+            assert sample.name == entry.sample_name
+            assert set(sample.labels) == set(entry.label_names(per_processor)), sample
+
+
+def test_without_a_snapshot_only_build_info_is_exposed() -> None:
+    body = render_snapshot(None, openmetrics=False).decode()
+    assert [f.name for f in text_string_to_metric_families(body)] == [CATALOG[0].name]
+
+
+def test_only_the_client_families_make_network_processor_opt_in() -> None:
+    opt_in = {e.sample_name for e in CATALOG if e.label_names(False) != e.label_names(True)}
+    assert opt_in == {"kafka_client_connections", "kafka_client_policy_violation_connections"}
+
+
+def test_counters_are_selected_with_total_and_gauges_as_named() -> None:
+    assert BY_SAMPLE_NAME["kafka_client_exporter_errors_total"] is ERRORS
+    assert all(name.endswith("_total") == (e.kind is Kind.COUNTER) for name, e in BY_SAMPLE_NAME.items())
+
+
+def test_the_errors_help_lists_every_reason_in_order() -> None:
+    listed = ERRORS.help.removeprefix("Failed polls by reason (").removesuffix(").").split(", ")
+    assert listed == [reason.value for reason in Reason]
