@@ -10,19 +10,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, YamlConfigSettingsSource
 
+from exporter.config.schema import ErrorFormat, StrictModel, format_validation_error
 from exporter.config.yaml_file import parse_mapping, read_text
 
 ENV_PREFIX = "KCE_"
@@ -31,10 +24,6 @@ _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
 
 class ConfigError(Exception):
     """A configuration problem, already phrased for the operator (field, value, what is allowed)."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _read_secret_file(path: Path | None, field: str) -> SecretStr | None:
@@ -56,7 +45,7 @@ def _read_secret_env(name: str | None, field: str) -> SecretStr | None:
     return SecretStr(value)
 
 
-class _Password(_Strict):
+class _Password(StrictModel):
     """A password given inline, as a file (Kubernetes Secret mounts) or as an environment variable name."""
 
     password: SecretStr | None = None
@@ -94,7 +83,7 @@ class ClusterJmx(JmxCredentials):
     port: int | None = Field(default=None, ge=1, le=65535, description="JMX RMI port on each broker host")
 
 
-class BrokerConfig(_Strict):
+class BrokerConfig(StrictModel):
     id: int = Field(ge=0)
     host: str | None = Field(default=None, description="host of the broker's JMX endpoint")
     jmx_url: str | None = None
@@ -110,7 +99,6 @@ class BrokerConfig(_Strict):
         return value
 
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
 
 
@@ -149,7 +137,7 @@ class SaslConfig(_Password):
         return self
 
 
-class TlsConfig(_Strict):
+class TlsConfig(StrictModel):
     ca_file: Path | None = Field(default=None, description="CA bundle to verify the brokers; system CAs if unset")
     cert_file: Path | None = Field(default=None, description="client certificate (mutual TLS)")
     key_file: Path | None = None
@@ -173,7 +161,7 @@ class TlsConfig(_Strict):
         return self
 
 
-class KafkaSecurity(_Strict):
+class KafkaSecurity(StrictModel):
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl: SaslConfig | None = None
     tls: TlsConfig | None = None
@@ -190,7 +178,7 @@ class KafkaSecurity(_Strict):
         return self
 
 
-class ClusterConfig(_Strict):
+class ClusterConfig(StrictModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
     # Polled over the Kafka protocol (metadata, ApiVersions, client-metrics subscriptions) when given.
     bootstrap_servers: list[str] = Field(default_factory=list)
@@ -246,7 +234,7 @@ class ClusterConfig(_Strict):
         return bool(self.bootstrap_servers)
 
 
-class WebConfig(_Strict):
+class WebConfig(StrictModel):
     host: str = "0.0.0.0"
     port: int = Field(default=9784, ge=1, le=65535)
     config_file: Path | None = Field(
@@ -254,7 +242,7 @@ class WebConfig(_Strict):
     )
 
 
-class CollectionConfig(_Strict):
+class CollectionConfig(StrictModel):
     interval_seconds: float = Field(default=30.0, gt=0, le=3600)
     max_concurrency: int = Field(default=8, ge=1, le=256, description="JMX calls (JVMs) running at once")
     # Hard deadline per broker JMX call; unset: 10 s, or the interval when that is shorter.
@@ -282,7 +270,7 @@ class CollectionConfig(_Strict):
         return self
 
 
-class JavaConfig(_Strict):
+class JavaConfig(StrictModel):
     path: str = "java"
     # A JMX query JVM lives ~0.2 s: the C1-only JIT and serial GC cut its start-up CPU.
     options: list[str] = Field(
@@ -320,6 +308,14 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
+_ERRORS = ErrorFormat(
+    root=Settings,
+    # password, password_file, password_env, key_password(_file), token_file: never echoed.
+    secret_words=("password", "token"),
+    hint=f"Environment variables {ENV_PREFIX}* override the file (nested keys joined with '__').",
+)
+
+
 def _check_yaml(path: Path) -> None:
     """Fail with the file's own position when the YAML itself is broken or not a mapping."""
     parse_mapping(
@@ -339,51 +335,5 @@ def load_settings(path: Path | None) -> Settings:
     try:
         return settings_cls()
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, path)) from None
-
-
-def _allowed_fields(location: tuple[Any, ...]) -> list[str]:
-    """The field names valid at `location`'s parent, to name them when an unknown key is found."""
-    model: Any = Settings
-    for part in location[:-1]:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return []
-        annotation = field.annotation
-        for candidate in (annotation, *getattr(annotation, "__args__", ())):
-            for inner in (candidate, *getattr(candidate, "__args__", ())):
-                if isinstance(inner, type) and issubclass(inner, BaseModel):
-                    model = inner
-                    break
-            else:
-                continue
-            break
-        else:
-            return []
-    return sorted(model.model_fields)
-
-
-def format_validation_error(exc: ValidationError, path: Path | None) -> str:
-    origin = f"config file {path}" if path else "configuration"
-    lines = [f"{origin} is invalid:"]
-    for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            allowed = _allowed_fields(error["loc"])
-            message = "unknown field" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
-        elif error["type"] == "missing":
-            message = "required field is missing"
-        value = error.get("input")
-        shown = (
-            ""
-            if error["type"] in ("missing", "extra_forbidden") or isinstance(value, dict | list)
-            else (f" (got {value!r})")
-        )
-        if "password" in location or "token" in location:
-            shown = ""
-        lines.append(f"  {location}: {message}{shown}")
-    lines.append(f"Environment variables {ENV_PREFIX}* override the file (nested keys joined with '__').")
-    return "\n".join(lines)
+        origin = f"config file {path}" if path else "configuration"
+        raise ConfigError(format_validation_error(exc, origin, _ERRORS)) from None

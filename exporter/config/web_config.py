@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
+from exporter.config.schema import ErrorFormat, StrictModel, format_validation_error
 from exporter.config.settings import ConfigError
 from exporter.config.yaml_file import parse_mapping, read_text
 
@@ -105,11 +106,7 @@ class WebConfigError(ConfigError):
     """The web config file is unreadable or invalid (exit code 2, like any configuration problem)."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TlsServerConfig(_Strict):
+class TlsServerConfig(StrictModel):
     cert_file: Path | None = None
     key_file: Path | None = None
     client_ca_file: Path | None = None
@@ -162,7 +159,7 @@ class TlsServerConfig(_Strict):
         return self
 
 
-class HttpServerConfig(_Strict):
+class HttpServerConfig(StrictModel):
     http2: bool = Field(default=True, description="accepted for compatibility; the server speaks HTTP/1.1")
     headers: dict[str, str] = Field(default_factory=dict)
 
@@ -182,7 +179,7 @@ class HttpServerConfig(_Strict):
         return headers
 
 
-class WebConfigFile(_Strict):
+class WebConfigFile(StrictModel):
     tls_server_config: TlsServerConfig | None = None
     http_server_config: HttpServerConfig = HttpServerConfig()
     basic_auth_users: dict[str, SecretStr] = Field(default_factory=dict)
@@ -208,6 +205,15 @@ class WebConfigFile(_Strict):
                     "characters); create one with: htpasswd -nBC 10 \"\" | tr -d ':\\n'"
                 )
         return users
+
+
+_ERRORS = ErrorFormat(
+    root=WebConfigFile,
+    unknown="unknown key",
+    sort_allowed=False,  # the order of exporter-toolkit's documentation
+    secret_words=("basic_auth_users",),  # bcrypt hashes
+    unsupported=UNSUPPORTED_KEYS,
+)
 
 
 @dataclass(frozen=True)
@@ -237,37 +243,6 @@ class WebServing:
 
 def _read_document(path: Path) -> dict[str, Any]:
     return parse_mapping(read_text(path, "web config file", WebConfigError), f"web config file {path}", WebConfigError)
-
-
-def _allowed_keys(location: tuple[Any, ...]) -> list[str]:
-    model: type[BaseModel] = WebConfigFile
-    for part in location[:-1]:
-        annotation = model.model_fields[part].annotation if part in model.model_fields else None
-        inner = next((a for a in (annotation, *getattr(annotation, "__args__", ())) if isinstance(a, type)), None)
-        if inner is None or not issubclass(inner, BaseModel):
-            return []
-        model = inner
-    return list(model.model_fields)
-
-
-def _format_errors(exc: ValidationError, path: Path) -> str:
-    lines = [f"web config file {path} is invalid:"]
-    for error in exc.errors(include_url=False):
-        location = tuple(error["loc"])
-        where = ".".join(str(part) for part in location) or "(top level)"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            reason = UNSUPPORTED_KEYS.get(tuple(str(p) for p in location))
-            message = (
-                f"not supported by kafka-client-exporter: {reason}"
-                if reason
-                else f"unknown key; allowed: {', '.join(_allowed_keys(location))}"
-            )
-        value = error.get("input")
-        secret = location[:1] == ("basic_auth_users",)
-        show = not secret and error["type"] not in ("missing", "extra_forbidden") and not isinstance(value, dict | list)
-        lines.append(f"  {where}: {message}" + (f" (got {value!r})" if show else ""))
-    return "\n".join(lines)
 
 
 def _resolve(path: Path, base: Path) -> Path:
@@ -360,7 +335,7 @@ def load_web_config(path: Path | None) -> WebServing:
     try:
         parsed = WebConfigFile.model_validate(document)
     except ValidationError as exc:
-        raise WebConfigError(_format_errors(exc, path)) from None
+        raise WebConfigError(format_validation_error(exc, f"web config file {path}", _ERRORS)) from None
     tls = parsed.tls_server_config
     return WebServing(
         ssl_context=build_ssl_context(tls, path.parent) if tls else None,

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
+from exporter.config.schema import ErrorFormat, format_validation_error
 from exporter.config.yaml_file import parse_mapping, read_text
 from exporter.policy.evaluation import CompiledRule, Policy
-from exporter.policy.model import PolicyFile, SoftwareRule
+from exporter.policy.model import PolicyFile
 from exporter.policy.versions import parse_version
 
 __all__ = ["DEFAULT_POLICY_RESOURCE", "PolicyError", "default_policy_text", "load_policy"]
 
 DEFAULT_POLICY_RESOURCE = "default_policy.yaml"
+_ERRORS = ErrorFormat(root=PolicyFile)
 
 
 class PolicyError(Exception):
@@ -42,27 +43,7 @@ def _parse(text: str, origin: str) -> PolicyFile:
     try:
         return PolicyFile.model_validate(document)
     except ValidationError as exc:
-        raise PolicyError(_format(exc, origin)) from None
-
-
-def _allowed_keys(location: tuple[Any, ...]) -> list[str]:
-    # software.<name>.<field> is a rule field; anything shallower is a top-level key.
-    if len(location) >= 3 and location[0] == "software":
-        return sorted(SoftwareRule.model_fields)
-    return sorted(PolicyFile.model_fields)
-
-
-def _format(exc: ValidationError, origin: str) -> str:
-    lines = [f"{origin} is invalid:"]
-    for error in exc.errors(include_url=False):
-        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = f"unknown field; allowed: {', '.join(_allowed_keys(error['loc']))}"
-        value = error.get("input")
-        shown = "" if error["type"] == "extra_forbidden" or isinstance(value, dict | list) else f" (got {value!r})"
-        lines.append(f"  {location}: {message}{shown}")
-    return "\n".join(lines)
+        raise PolicyError(format_validation_error(exc, origin, _ERRORS)) from None
 
 
 def _merge(default: PolicyFile, user: PolicyFile) -> PolicyFile:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
+from exporter.config.schema import StrictModel
 from exporter.policy.versions import VersionSpecifier, parse_bound, parse_specifier
 
 __all__ = ["UNKNOWN_SOFTWARE", "PolicyFile", "SoftwareRule"]
@@ -39,10 +40,8 @@ def _reject_yaml_number(value: object) -> object:
     return value
 
 
-class SoftwareRule(BaseModel):
+class SoftwareRule(StrictModel):
     """Rules for one client software name. Fields left out keep the shipped default's value."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     minimum_version: str | None = None
     denied_versions: tuple[str, ...] = ()
@@ -78,10 +77,8 @@ class SoftwareRule(BaseModel):
         return tuple(parse_specifier(value) for value in self.denied_versions)
 
 
-class PolicyFile(BaseModel):
+class PolicyFile(StrictModel):
     """One policy YAML document (the shipped default or a user's file)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     extend_default: bool = True
     allowed_software: tuple[str, ...] | None = None
