@@ -333,7 +333,7 @@ def load_settings(path: Path | None) -> Settings:
         _check_yaml(path)
         settings_cls = type("FileSettings", (Settings,), {"model_config": {**Settings.model_config, "yaml_file": path}})
     try:
-        return settings_cls()
+        return settings_cls()  # type: ignore[call-arg]  # pydantic-settings fills the fields from file and env
     except ValidationError as exc:
         origin = f"config file {path}" if path else "configuration"
         raise ConfigError(format_validation_error(exc, origin, _ERRORS)) from None

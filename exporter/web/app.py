@@ -12,7 +12,8 @@ from exporter.web.exposition import Exposition, negotiate, wants_gzip
 from exporter.web.status_page import render_status_page
 
 EXPOSITION_KEY = web.AppKey("exposition", Exposition)
-ALIVE_KEY = web.AppKey("alive", Callable[[], bool])
+# AppKey wants a class; a callable type is only spelled in the annotation.
+ALIVE_KEY: web.AppKey[Callable[[], bool]] = web.AppKey("alive")
 
 
 async def metrics(request: web.Request) -> web.Response:

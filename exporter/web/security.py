@@ -10,18 +10,17 @@ import asyncio
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 
 import bcrypt
 from aiohttp import BasicAuth, hdrs, web
+from aiohttp.typedefs import Handler, Middleware
 
 from exporter.config.web_config import WebServing
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 # Enough for every scraper and user of one exporter; a full cache is simply emptied.
 MAX_CACHED_LOGINS = 256
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class BasicAuthenticator:
@@ -86,7 +85,7 @@ def _unauthorized() -> web.Response:
     return web.Response(status=401, text="Unauthorized\n", headers={hdrs.WWW_AUTHENTICATE: "Basic"})
 
 
-def security_middlewares(serving: WebServing) -> list[Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]]:
+def security_middlewares(serving: WebServing) -> list[Middleware]:
     """The aiohttp middleware enforcing `serving`, or none when the web config asks for nothing per request."""
     if not (serving.users or serving.headers or serving.allowed_sans is not None):
         return []
