@@ -200,7 +200,7 @@ def _bodies_json(conn: Connection, api: int) -> tuple[str, str]:
 
 
 def _json_to_text(body: str) -> str:
-    """The 2.x Struct.toString() shape of the same body: {snake_name=value,...} (request-log.md §2)."""
+    """The body in 2.x Struct.toString() shape, {snake_name=value,...} (docs/kafka-facts/request-log.md#text-form)."""
 
     def render(value: object) -> str:
         if isinstance(value, dict):

@@ -45,7 +45,7 @@ class ProcessorSuite:
     @property
     def full(self) -> bool:
         # A processor drops new (name, version) keys only when none of its keys can be evicted,
-        # i.e. when every one of them still has connections (mbeans.md section 1).
+        # i.e. when every one of them still has connections (docs/kafka-facts/jmx-mbeans.md#gauge-suite-eviction).
         return self.live_keys >= SUITE_MAX_ENTRIES
 
 

@@ -83,7 +83,7 @@ public class MBeanHost {
 
     /**
      * Mimics org.apache.kafka.common.metrics.JmxReporter.KafkaMbean (see
-     * /work/shared/kafka-reference/mbeans.md section 1, "Value type"): getMBeanInfo() declares EVERY
+     * docs/kafka-facts/jmx-mbeans.md#client-gauges, "Value type"): getMBeanInfo() declares EVERY
      * attribute with type "double", while getAttribute() returns the metric's real value, e.g. a
      * java.lang.Integer for the KIP-511 `connections` gauge. Exporters must therefore treat values as
      * numbers and not trust the declared type; the double reproduces that mismatch on purpose.
@@ -279,7 +279,7 @@ public class MBeanHost {
                 // Register with the ObjectName built from the caller's string: ObjectName keeps the
                 // key property list in the order given (getKeyPropertyListString / toString), and
                 // queryNames returns this very instance. Kafka's JmxReporter does the same (tags in
-                // insertion order, mbeans.md section 1 "Where it is created"), which is why a
+                // insertion order, docs/kafka-facts/jmx-mbeans.md#client-gauges), which is why a
                 // client sees clientSoftwareName,clientSoftwareVersion,listener,networkProcessor.
                 mbeanServer.registerMBean(mbean, name);
                 mbeans.put(key, mbean);

@@ -1,13 +1,14 @@
 """Cluster-wide configuration state the double serves over the protocol: KIP-714 client-metrics
 subscriptions (ConfigResource type CLIENT_METRICS) and the one ACL the exporter's tests need to flip,
-DESCRIBE_CONFIGS on the CLUSTER resource (protocol.md §4 and §5). Shared by every broker; thread-safe."""
+DESCRIBE_CONFIGS on the CLUSTER resource (docs/kafka-facts/protocol.md#describeconfigs-for-client-metrics).
+Shared by every broker; thread-safe."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 
-# ClientMetricsConfigs defaults and bounds (protocol.md §5).
+# ClientMetricsConfigs defaults and bounds (docs/kafka-facts/protocol.md#describeconfigs-for-client-metrics).
 DEFAULT_INTERVAL_MS = 300000
 MIN_INTERVAL_MS = 100
 MAX_INTERVAL_MS = 3600000

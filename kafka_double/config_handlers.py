@@ -1,5 +1,5 @@
 """Handlers for the configuration RPCs: ListClientMetricsResources / ListConfigResources (key 74) and
-DescribeConfigs (key 32) as far as client-metrics subscriptions need them (protocol.md §4-§5)."""
+DescribeConfigs (key 32) as far as client-metrics subscriptions need them (docs/kafka-facts/protocol.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ NONE = 0
 CLUSTER_AUTHORIZATION_FAILED = 31
 UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
-# ConfigResource.Type numbers (protocol.md §5).
+# ConfigResource.Type numbers (docs/kafka-facts/protocol.md#describeconfigs-for-client-metrics).
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 # ConfigEntry.ConfigSource.CLIENT_METRICS_CONFIG.
 CLIENT_METRICS_CONFIG_SOURCE = 7

@@ -18,7 +18,7 @@ from .releases import Release
 from .topology import Topology
 from .wire import API_VERSIONS, REQUEST_CLASSES, ProtocolError, RequestFrame, response_class
 
-# ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN, full match, same since 2.4.0 (protocol.md §3.2).
+# docs/kafka-facts/protocol.md#software-name-pattern: ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN, full match.
 SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 NONE = 0
@@ -44,7 +44,7 @@ class HandlerContext:
 
 @dataclass
 class ApiVersionsDecision:
-    """What the Processor/KafkaApis pair does with one ApiVersions request (protocol.md §3.4)."""
+    """What Processor/KafkaApis do with one ApiVersions request (docs/kafka-facts/protocol.md#apiversions-fallback)."""
 
     response: ApiMessage
     register: ClientInformation | None  # None: nothing is registered
@@ -61,9 +61,9 @@ def api_versions(ctx: HandlerContext, req: RequestFrame, decode: Callable[[], Ap
     own = release.api(API_VERSIONS)
     assert own is not None
     if req.api_version > own.max_version:
-        # §3.4 step 1: body not parsed, handled as an empty v0 request (so the connection is
-        # re-registered as unknown); v0 reply with UNSUPPORTED_VERSION and, from 2.4.0, a single entry
-        # with the broker's own ApiVersions range (earlier releases: empty array).
+        # docs/kafka-facts/protocol.md#apiversions-fallback step 1: body not parsed, handled as an empty v0
+        # request (so the connection is re-registered as unknown); v0 reply with UNSUPPORTED_VERSION and, from
+        # 2.4.0, a single entry with the broker's own ApiVersions range (earlier releases: empty array).
         keys = (
             []
             if release.key < (2, 4, 0)
@@ -81,12 +81,13 @@ def api_versions(ctx: HandlerContext, req: RequestFrame, decode: Callable[[], Ap
         name = body.client_software_name or ""
         sw_version = body.client_software_version or ""
         if not (SOFTWARE_NAME_VERSION.fullmatch(name) and SOFTWARE_NAME_VERSION.fullmatch(sw_version)):
-            # §3.4 step 2: INVALID_REQUEST in the request's version, empty ApiKeys, nothing registered.
+            # docs/kafka-facts/protocol.md#apiversions-fallback step 2: INVALID_REQUEST in the request's version,
+            # empty ApiKeys, nothing registered.
             resp = resp_cls(version=version, error_code=INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
             return ApiVersionsDecision(resp, None, body)
         info = ClientInformation(name, sw_version)
     else:
-        info = EMPTY_CLIENT  # v0-v2 carry no name/version: parsed as empty -> "unknown" (mbeans.md §1)
+        info = EMPTY_CLIENT  # v0-v2 carry no name/version (docs/kafka-facts/jmx-mbeans.md#unknown-client-software)
     keys = [
         resp_cls.ApiVersion(version=version, api_key=r.api_key, min_version=r.min_version, max_version=r.max_version)
         for r in release.advertised()
@@ -103,7 +104,8 @@ def _feature_fields(release: Release, version: int, resp_cls: type[ApiMessage]) 
         return {}  # 2.7-3.2 ZooKeeper brokers: tagged fields stay at their defaults (not written)
     supported = feats
     if version < 4 and release.key >= (3, 9, 0):
-        # KAFKA-17492 (protocol.md §3.3): v<4 requests get no feature whose MinVersion is 0.
+        # KAFKA-17492 (docs/kafka-facts/protocol.md#feature-fields-kip-584): v<4 requests get no feature whose
+        # MinVersion is 0.
         supported = [f for f in feats if f.min_version != 0]
     return {
         "supported_features": [
@@ -216,7 +218,7 @@ def produce(ctx: HandlerContext, req: RequestFrame, body: ApiMessage) -> ApiMess
             cls.TopicProduceResponse(version=v, name=td.name, topic_id=td.topic_id, partition_responses=parts)
         )
     if body.acks == 0:
-        return None  # Kafka sends no response to acks=0 produce (request-log.md §1: logged with "")
+        return None  # acks=0: no response, logged with "" (docs/kafka-facts/request-log.md#when-a-line-is-written)
     return cls(version=v, responses=responses, throttle_time_ms=0)
 
 
@@ -253,13 +255,13 @@ def find_coordinator(ctx: HandlerContext, req: RequestFrame, body: ApiMessage) -
             version=v,
             throttle_time_ms=0,
             coordinators=[
-                # request-log.md §3 example: v4 errorMessage is "" on success.
+                # docs/kafka-facts/protocol.md#findcoordinator-error-message: v4 errorMessage is "" on success.
                 cls.Coordinator(version=v, key=k, node_id=n, host=h, port=p, error_code=e, error_message="")
                 for k, n, h, p, e in entries
             ],
         )
     _, node, host, port, err = entries[0]
-    # request-log.md §2 example: v1-3 carry the error's message, "NONE" on success.
+    # docs/kafka-facts/protocol.md#findcoordinator-error-message: v1-3 carry "NONE" on success.
     return cls(version=v, throttle_time_ms=0, error_code=err, error_message="NONE", node_id=node, host=host, port=port)
 
 

@@ -1,5 +1,5 @@
 """Broker-side client-software bookkeeping: Kafka's ``IntGaugeSuite`` and
-``Selector.SelectorChannelMetadataRegistry`` (kafka-reference mbeans.md §1), pushed to a gauge sink.
+``Selector.SelectorChannelMetadataRegistry`` (docs/kafka-facts/jmx-mbeans.md), pushed to a gauge sink.
 
 All mutation goes through :class:`BrokerMetrics`, which holds one lock so tests can read a consistent
 view from another thread while the asyncio loop mutates it.
@@ -14,8 +14,8 @@ from typing import Generic, Protocol, TypeVar
 
 from .releases import Release
 
-UNKNOWN = "unknown"  # ClientInformation.UNKNOWN_NAME_OR_VERSION (mbeans.md §1 "Unknown defaults")
-MAX_ENTRIES = 100  # Selector.SelectorMetrics: IntGaugeSuite "clients" maxEntries = 100 (mbeans.md §1)
+UNKNOWN = "unknown"  # ClientInformation.UNKNOWN_NAME_OR_VERSION: docs/kafka-facts/jmx-mbeans.md#unknown-client-software
+MAX_ENTRIES = 100  # IntGaugeSuite "clients" maxEntries (docs/kafka-facts/jmx-mbeans.md#gauge-suite-eviction)
 SOCKET_SERVER = "kafka.server:type=socket-server-metrics"
 
 
@@ -76,7 +76,7 @@ K = TypeVar("K")
 
 
 class IntGaugeSuite(Generic[K]):
-    """org.apache.kafka.common.metrics.internals.IntGaugeSuite (mbeans.md §1 "When the MBean disappears").
+    """org.apache.kafka.common.metrics.internals.IntGaugeSuite (docs/kafka-facts/jmx-mbeans.md#gauge-suite-eviction).
 
     A key at 0 becomes *removable* but keeps its metric; it is evicted only when a new key arrives
     while ``max_entries`` keys exist. With no removable key the new key is not tracked at all.
@@ -144,7 +144,7 @@ class IntGaugeSuite(Generic[K]):
 
 def client_mbean(listener: str, processor: int, info: ClientInformation) -> str:
     # Tag order of Selector's LinkedHashMap: clientSoftwareName, clientSoftwareVersion, then the
-    # Processor's listener, networkProcessor (mbeans.md §1 "tags").
+    # Processor's listener, networkProcessor (docs/kafka-facts/jmx-mbeans.md#client-gauges).
     return (
         f"{SOCKET_SERVER},clientSoftwareName={info.software_name},"
         f"clientSoftwareVersion={info.software_version},listener={listener},networkProcessor={processor}"
@@ -156,12 +156,13 @@ def processor_mbean(listener: str, processor: int) -> str:
 
 
 def cipher_mbean(listener: str, processor: int, cipher: str, protocol: str) -> str:
-    # mbeans.md §2: same type and attribute name `connections`, tag keys cipher/protocol.
+    # docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge: same type and attribute `connections`, tags cipher/protocol.
     return f"{SOCKET_SERVER},cipher={cipher},protocol={protocol},listener={listener},networkProcessor={processor}"
 
 
 def deprecated_requests_mbean(api_name: str, version: int, info: ClientInformation) -> str:
-    # mbeans.md §3: tags request, version, clientSoftwareName, clientSoftwareVersion, in that order.
+    # docs/kafka-facts/jmx-mbeans.md#deprecated-requests-meter: tags request, version, clientSoftwareName,
+    # clientSoftwareVersion, in that order.
     return (
         f"kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request={api_name},"
         f"version={version},clientSoftwareName={info.software_name},"
@@ -182,8 +183,8 @@ class ProcessorMetrics:
             self.clients = IntGaugeSuite(MAX_ENTRIES, self._push_client, self._remove_client)
         self._cipher_name: str | None = None
         if cipher_gauge and owner.release.has_client_mbeans:
-            # Static stand-in for the "sslCiphers" suite (mbeans.md §2, 2.5.0+): lets an exporter prove
-            # it filters socket-server-metrics `connections` MBeans by tag keys.
+            # Static stand-in for the "sslCiphers" suite (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge, 2.5.0+):
+            # lets an exporter prove it filters socket-server-metrics `connections` MBeans by tag keys.
             self._cipher_name = cipher_mbean(listener, processor_id, "TLS_AES_256_GCM_SHA384", "TLSv1.3")
             owner.sink_set(self._cipher_name, "connections", 2, "int")
         self._push_count()
@@ -205,7 +206,7 @@ class ProcessorMetrics:
 
 
 class ChannelRegistry:
-    """Selector.SelectorChannelMetadataRegistry for one connection (mbeans.md §1 "How the count changes")."""
+    """SelectorChannelMetadataRegistry of one connection (docs/kafka-facts/jmx-mbeans.md#how-the-count-changes)."""
 
     def __init__(self, processor: ProcessorMetrics) -> None:
         self._processor = processor

@@ -1,8 +1,8 @@
 """What an emulated Kafka release advertises, derived from the exporter's copy of
-``api_versions_by_release.csv`` (kafka-reference README, "Caveats").
+``api_versions_by_release.csv`` (docs/kafka-facts/releases.md#the-release-table).
 
 The CSV lists what each release's *specs* define; a broker advertises less. The rules applied here
-are the README caveats and protocol.md §3.3 "What a broker advertises is narrower than the JSON specs".
+are those of docs/kafka-facts/releases.md#specs-versus-advertisement.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from importlib import resources
 _CSV_PACKAGE = "exporter.kafka_releases"
 _CSV_NAME = "api_versions_by_release.csv"
 
-# protocol.md §3.3: telemetry APIs are hidden unless a client-telemetry receiver is configured.
+# Telemetry APIs are hidden without a telemetry receiver (docs/kafka-facts/protocol.md#what-a-broker-advertises).
 _TELEMETRY_KEYS = frozenset({71, 72})
 _PRODUCE = 0
 _API_VERSIONS = 18
@@ -50,7 +50,7 @@ def _parse_flexible(text: str) -> int | None:
 
 
 def enum_name(api_name: str) -> str:
-    """Java ``ApiKeys`` constant name (request-log.md §3 ``requestApiKeyName``), e.g. API_VERSIONS."""
+    """Java ``ApiKeys`` constant name, e.g. API_VERSIONS (docs/kafka-facts/request-log.md#json-form)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", api_name).upper()
 
 
@@ -92,22 +92,22 @@ class Release:
 
     @property
     def has_client_mbeans(self) -> bool:
-        # mbeans.md §1: KIP-511's broker side (gauge + clientInformation) first shipped in 2.5.0.
+        # docs/kafka-facts/jmx-mbeans.md#client-gauges: KIP-511's broker side (gauge + clientInformation) is 2.5.0+.
         return self.key >= (2, 5, 0)
 
     @property
     def connection_id_has_processor(self) -> bool:
-        # request-log.md §3 "Version notes": processor-id segment in connection ids from 4.0.0.
+        # docs/kafka-facts/request-log.md#connection-ids: processor-id segment in connection ids from 4.0.0.
         return self.key >= (4, 0, 0)
 
     @property
     def deprecated_metrics(self) -> bool:
-        # mbeans.md §3: DeprecatedRequestsPerSec from 3.7.0; 4.x specs have no deprecatedVersions.
+        # docs/kafka-facts/jmx-mbeans.md#deprecated-requests-meter: from 3.7.0; 4.x specs have no deprecatedVersions.
         return (3, 7, 0) <= self.key < (4, 0, 0)
 
     @property
     def json_request_log(self) -> bool:
-        # request-log.md §3: JSON request log from 2.8.0 (KIP-673).
+        # docs/kafka-facts/request-log.md#json-form: JSON request log from 2.8.0 (KIP-673).
         return self.key >= (2, 8, 0)
 
     @property
@@ -116,7 +116,7 @@ class Release:
 
     @property
     def has_features(self) -> bool:
-        # protocol.md §3.3: SupportedFeatures/FinalizedFeatures tagged fields added in 2.7.0 (KIP-584).
+        # docs/kafka-facts/protocol.md#feature-fields-kip-584: SupportedFeatures/FinalizedFeatures from 2.7.0.
         return self.key >= (2, 7, 0)
 
     def api(self, api_key: int) -> ApiRange | None:
@@ -168,7 +168,7 @@ def _features_for(key: tuple[int, int, int]) -> list[Feature]:
 
 
 def _is_broker_scoped(listeners: str) -> bool:
-    """README caveat / protocol.md §3.3: only APIs scoped to broker listeners are advertised.
+    """Only APIs scoped to broker listeners are advertised (docs/kafka-facts/protocol.md#what-a-broker-advertises).
 
     Per row: an empty column is a pre-2.8 spec without scoping (all served); ``broker`` is a KRaft
     broker; a row whose only broker scope is ``zkBroker`` (2.8-3.9, e.g. InitProducerId in 2.8,
@@ -199,7 +199,7 @@ def _build(release: str, rows: list[dict[str, str]]) -> Release:
         if not row["min_version"] or not row["max_version"]:
             continue  # "removed in this release: validVersions=none"
         if "disabled" in notes:
-            continue  # 2.7.0 quorum APIs: ApiKeys isEnabled=false, not advertised (README caveat)
+            continue  # 2.7.0's disabled quorum APIs (docs/kafka-facts/protocol.md#what-a-broker-advertises)
         if api_key in _TELEMETRY_KEYS:
             continue
         if not _is_broker_scoped(row["listeners"]):
@@ -211,7 +211,7 @@ def _build(release: str, rows: list[dict[str, str]]) -> Release:
                 continue
         accepted_min = lo
         if api_key == _PRODUCE and key >= (4, 0, 0):
-            lo = 0  # KAFKA-18659: 4.0+ advertises Produce min 0 (README caveat, protocol.md §3.3)
+            lo = 0  # KAFKA-18659: 4.0+ advertises Produce min 0 (docs/kafka-facts/releases.md#kip-896-exceptions)
         apis[api_key] = ApiRange(
             api_key=api_key,
             name=row["api_name"],

@@ -1,6 +1,6 @@
-"""``kafka.request.logger`` "Completed request:" lines (kafka-reference request-log.md).
+"""``kafka.request.logger`` "Completed request:" lines (docs/kafka-facts/request-log.md).
 
-2.8.0+ writes the JSON format of §3; older releases write the 2.x text format of §2.
+2.8.0+ writes docs/kafka-facts/request-log.md#json-form, older releases docs/kafka-facts/request-log.md#text-form.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _json_value(field: Any, value: Any) -> Any:
 
 def message_json(container: Any, version: int, depth: int = 0) -> dict[str, Any]:
     """camelCase rendering of a kafka-python message/struct, only fields present in ``version`` and
-    tagged fields only when set to a non-default value (request-log.md §3 ``request``/``response``)."""
+    tagged fields only when set to a non-default value (docs/kafka-facts/request-log.md#json-form)."""
     out: dict[str, Any] = {}
     for field in container._struct._fields:
         if not field.for_version_q(version):
@@ -62,7 +62,7 @@ def message_json(container: Any, version: int, depth: int = 0) -> dict[str, Any]
             key = _AUTHORIZED_OPS_NAMES[min(depth, 1)]
             out[key] = _INT32_MIN if value is None else value
         elif field._type_str == "records":
-            # Produce/Fetch record data is replaced by its size (request-log.md §3).
+            # Produce/Fetch record data is replaced by its size (docs/kafka-facts/request-log.md#json-form).
             out[key + "SizeInBytes"] = len(bytes(value)) if value is not None else 0
         elif field.is_struct():
             out[key] = None if value is None else message_json(value, version, depth + 1)
@@ -88,7 +88,7 @@ def _text_scalar(field: Any, value: Any) -> str:
 
 def message_text(container: Any, version: int, flexible: bool) -> str:
     """2.x ``Struct.toString()``: ``{snake_name=value,...}``, flexible versions end with
-    ``_tagged_fields={}`` (request-log.md §2 "Details")."""
+    ``_tagged_fields={}`` (docs/kafka-facts/request-log.md#text-form)."""
     parts = []
     for field in container._struct._fields:
         if not field.for_version_q(version) or field.tagged_field_q(version):
@@ -115,7 +115,7 @@ def _text_body(rel: Release, api_key: int, message: ApiMessage | None) -> str:
         return ""
     version = message.version
     if api_key == 0 and message.is_request():
-        # ProduceRequest.toString(verbose=false) at DEBUG (request-log.md §2, checked in 2.5.0).
+        # ProduceRequest.toString(verbose=false) at DEBUG (docs/kafka-facts/request-log.md#text-form).
         n = sum(len(t.partition_data) for t in message.topic_data)
         return f"{{acks={message.acks},timeout={message.timeout_ms},numPartitions={n}}}"
     rng = rel.api(api_key)
@@ -131,7 +131,8 @@ class CompletedRequest:
     connection_id: str
     listener: str
     security_protocol: str
-    client_information: ClientInformation  # captured BEFORE an ApiVersions registration (§3 caveat)
+    # Captured BEFORE an ApiVersions registration (docs/kafka-facts/request-log.md#client-information-lag).
+    client_information: ClientInformation
     received_at: float  # time.monotonic()
     dequeued_at: float
     handled_at: float
@@ -144,7 +145,7 @@ def _ms(a: float, b: float) -> float:
 
 
 def _version(message: ApiMessage, fallback: int) -> int:
-    # An unknown-version ApiVersions request is handled as an empty v0 request (protocol.md §3.4).
+    # Unknown-version ApiVersions: handled as an empty v0 request (docs/kafka-facts/protocol.md#apiversions-fallback).
     return message.version if message.version is not None else fallback
 
 
@@ -164,7 +165,7 @@ def json_message(rel: Release, c: CompletedRequest) -> str:
         "isForwarded": False,
         "requestHeader": header,
         "request": message_json(c.request, _version(c.request, f.api_version)) if c.request is not None else "",
-        # A response of an unknown-version ApiVersions is serialised as v0 (protocol.md §3.4).
+        # An unknown-version ApiVersions is answered in v0 (docs/kafka-facts/protocol.md#apiversions-fallback).
         "response": message_json(c.response, c.response.version) if c.response is not None else "",
         "connection": c.connection_id,
         "totalTimeMs": _ms(c.received_at, c.sent_at),
@@ -194,7 +195,7 @@ def text_message(rel: Release, c: CompletedRequest) -> str:
         f" from connection {c.connection_id};"
         f"totalTime:{_ms(c.received_at, c.sent_at)},requestQueueTime:{_ms(c.received_at, c.dequeued_at)},"
         f"localTime:{_ms(c.dequeued_at, c.handled_at)},remoteTime:0.0,"
-        # throttleTime is a Double in 2.0-2.5 and a Long in 2.6-2.7 (request-log.md §2).
+        # throttleTime is a Double in 2.0-2.5 and a Long in 2.6-2.7 (docs/kafka-facts/request-log.md#text-form).
         f"throttleTime:{'0.0' if rel.key < (2, 6, 0) else '0'},responseQueueTime:0.0,"
         f"sendTime:{_ms(c.handled_at, c.sent_at)},securityProtocol:{c.security_protocol},"
         f"principal:{c.principal},listener:{c.listener}"

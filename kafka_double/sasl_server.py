@@ -1,10 +1,10 @@
 """Server side of SASL on a SASL_PLAINTEXT listener: PLAIN and SCRAM-SHA-256/512 (RFC 5802), as Kafka's
 SaslServerAuthenticator runs them over SaslHandshake v1 + SaslAuthenticate.
 
-Kafka answers ApiVersions before authentication (protocol.md §3.4) and closes the connection on any
-other request, on a failed exchange (after sending SASL_AUTHENTICATION_FAILED), and on an unknown
-mechanism (after sending UNSUPPORTED_SASL_MECHANISM with the enabled list). The unframed token exchange
-that follows SaslHandshake v0 is not emulated: such a client is disconnected with a logged reason.
+Kafka answers ApiVersions before authentication (docs/kafka-facts/protocol.md#apiversions-fallback) and closes the
+connection on any other request, on a failed exchange (after sending SASL_AUTHENTICATION_FAILED), and on an
+unknown mechanism (after sending UNSUPPORTED_SASL_MECHANISM with the enabled list). The unframed token
+exchange that follows SaslHandshake v0 is not emulated: such a client is disconnected with a logged reason.
 """
 
 from __future__ import annotations

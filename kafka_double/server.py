@@ -1,10 +1,10 @@
 """One emulated broker's socket server: listeners, network processors, connections (asyncio).
 
 Mirrors kafka.network.SocketServer/Processor where it matters for client inventory:
-processor ids from one counter per broker (mbeans.md §1 "Tags"), round-robin assignment of accepted
-connections, one in-flight request per connection (Kafka mutes a channel until its response is sent),
-ApiVersions interception before KafkaApis (mbeans.md §1 step 2), and closing the connection on
-anything the broker cannot parse or does not serve.
+processor ids from one counter per broker (docs/kafka-facts/jmx-mbeans.md#processor-ids), round-robin
+assignment of accepted connections, one in-flight request per connection (Kafka mutes a channel until its
+response is sent), ApiVersions interception before KafkaApis (docs/kafka-facts/jmx-mbeans.md#how-the-count-changes),
+and closing the connection on anything the broker cannot parse or does not serve.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class BrokerServer:
         except Exception:
             log.exception("broker %s: unexpected error on %s", self.broker_id, conn_id)
         finally:
-            channel.close()  # registry close(): decrement the connection's key (mbeans.md §1 step 3)
+            channel.close()  # decrements the connection's key (docs/kafka-facts/jmx-mbeans.md#how-the-count-changes)
             self._writers.discard(writer)
             writer.close()
             self._tasks.discard(task)
@@ -172,7 +172,7 @@ class BrokerServer:
         remote = writer.get_extra_info("peername")
         index = next(self._conn_index[pid])
         base = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}"
-        # request-log.md §3: 4.0+ ServerConnectionId adds the processor id before the index.
+        # docs/kafka-facts/request-log.md#connection-ids: 4.0+ adds the processor id before the index.
         return f"{base}-{pid}-{index}" if self.release.connection_id_has_processor else f"{base}-{index}"
 
     async def _handle(
@@ -189,7 +189,7 @@ class BrokerServer:
         """Serve one request; False means close the connection (as Kafka does on these errors)."""
         dequeued = time.monotonic()
         # Request context (incl. client information) is built before ApiVersions registers anything
-        # (request-log.md §3 caveat).
+        # (docs/kafka-facts/request-log.md#client-information-lag).
         info_before = channel.current
         try:
             req = parse_request(frame, self.release)
@@ -210,7 +210,7 @@ class BrokerServer:
         if not dispatched.logged:
             return not dispatched.close_after
         if self.release.deprecated_metrics and self.release.is_deprecated(req.api_key, req.api_version):
-            # RequestChannel.updateRequestMetrics marks DeprecatedRequestsPerSec (mbeans.md §3).
+            # docs/kafka-facts/jmx-mbeans.md#deprecated-requests-meter: marked by RequestChannel.updateRequestMetrics.
             self.metrics.mark_deprecated_request(api_name, req.api_version, info_before)
         if self.request_log is not None:
             self.request_log.write(

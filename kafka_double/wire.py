@@ -1,5 +1,5 @@
 """Kafka framing and headers on top of kafka-python 3.0.12's spec-generated message classes
-(kafka-reference protocol.md §1). Nothing here hand-encodes a message body.
+(docs/kafka-facts/protocol.md#headers). Nothing here hand-encodes a message body.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class RequestFrame:
 
 
 def request_header_version(release: Release, api_key: int, api_version: int) -> int:
-    """protocol.md §1: v2 for flexible request versions, else v1; ControlledShutdown v0 uses v0.
+    """docs/kafka-facts/protocol.md#headers: v2 for flexible request versions, else v1; ControlledShutdown v0 uses v0.
 
     Flexibility comes from the emulated release's spec (CSV flexible_versions). For an ApiVersions
     version above the release's max Kafka still parses header v2 from v3 on (generated
@@ -99,6 +99,6 @@ def response_class(api_key: int) -> type[ApiMessage]:
 
 def encode_response(response: ApiMessage, correlation_id: int) -> bytes:
     """Frame + response header + body. Header v1 for flexible versions, v0 otherwise; kafka-python's
-    ApiVersionsResponse forces header v0 at every version (protocol.md §1 special case)."""
+    ApiVersionsResponse forces header v0 at every version (docs/kafka-facts/protocol.md#headers)."""
     response.with_header(correlation_id=correlation_id)
     return bytes(response.encode(header=True, framed=True))

@@ -1,4 +1,4 @@
-"""What a ``kafka.request.logger`` "Completed request:" line looks like (kafka-reference request-log.md).
+"""What a ``kafka.request.logger`` "Completed request:" line looks like (docs/kafka-facts/request-log.md).
 
 The patterns are written in the common subset of Java and Python regular expressions (numbered groups only),
 so the Spark job (``regexp_extract``, Java) and the reference parser (``re``) read lines identically.

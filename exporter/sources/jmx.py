@@ -26,10 +26,10 @@ from exporter.sources.object_name import parse_object_name
 
 log = logging.getLogger(__name__)
 
-# mbeans.md section 1: the per-client gauge has exactly these tags, in this order. The TLS-cipher gauge
-# shares type and attribute name (`connections`) but has cipher/protocol tags instead.
+# docs/kafka-facts/jmx-mbeans.md#client-gauges: the per-client gauge has exactly these tags, in this order. The
+# TLS-cipher gauge shares type and attribute name (`connections`) but has cipher/protocol tags instead.
 CLIENT_GAUGE_KEYS = frozenset({"type", "clientSoftwareName", "clientSoftwareVersion", "listener", "networkProcessor"})
-# mbeans.md section 3: KIP-896 meter, created lazily for versions listed in an API's deprecatedVersions.
+# docs/kafka-facts/jmx-mbeans.md#deprecated-requests-meter: KIP-896 meter, created lazily for deprecated versions.
 DEPRECATED_KEYS = frozenset({"type", "name", "request", "version", "clientSoftwareName", "clientSoftwareVersion"})
 
 QUERIES: tuple[JMXQuery, ...] = (

@@ -30,8 +30,8 @@ from exporter.sources.base import Reason, SourceError
 log = logging.getLogger(__name__)
 
 SOFTWARE_NAME = "kafka-client-exporter"
-# ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (protocol.md §3.2): anything else makes the broker
-# answer INVALID_REQUEST and record the connection as unknown.
+# ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (docs/kafka-facts/protocol.md#software-name-pattern): anything
+# else makes the broker answer INVALID_REQUEST and record the connection as unknown.
 _SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 T = TypeVar("T")

@@ -1,5 +1,5 @@
 """Wire-level behaviour of the double over raw sockets, encoded/decoded with kafka-python's classes
-(kafka-reference protocol.md §1, §3). No JVM: the JMX side is an in-memory sink."""
+(docs/kafka-facts/protocol.md). No JVM: the JMX side is an in-memory sink."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.raw_client import RawConnection
 from kafka_double.registry import MemorySink
 
-# protocol.md §3.5: ApiVersions v3, client id "probe", kafka-client-exporter 0.1.0, correlation id 1.
+# docs/kafka-facts/protocol.md#example-frames: ApiVersions v3, client "probe", kafka-client-exporter 0.1.0, corr. id 1.
 HEX_FRAME = "0000002d0012000300000001000570726f626500166b61666b612d636c69656e742d6578706f7274657206302e312e3000"
-# protocol.md §3.5: fallback reply of a broker whose ApiVersions max is 3.
+# docs/kafka-facts/protocol.md#example-frames: fallback reply of a broker whose ApiVersions max is 3.
 FALLBACK_MAX3 = bytes.fromhex("0000001000000001002300000001001200000003")
 
 

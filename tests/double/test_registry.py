@@ -1,4 +1,4 @@
-"""IntGaugeSuite / SelectorChannelMetadataRegistry semantics (kafka-reference mbeans.md §1) and release data."""
+"""IntGaugeSuite / SelectorChannelMetadataRegistry semantics (docs/kafka-facts/jmx-mbeans.md) and release data."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Small constructed request-log fixtures (shapes from kafka-reference request-log.md; hosts and ids invented)."""
+"""Small constructed request-log fixtures (shapes from docs/kafka-facts/request-log.md; hosts and ids invented)."""
 
 from __future__ import annotations
 

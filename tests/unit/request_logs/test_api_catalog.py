@@ -1,4 +1,4 @@
-"""Target ranges follow what 4.x still serves (kafka-reference kip896 csv and README caveats)."""
+"""Target ranges follow what 4.x still serves (docs/kafka-facts/releases.md#kip-896-exceptions)."""
 
 from __future__ import annotations
 
