@@ -170,10 +170,47 @@ def test_hostile_names_and_error_messages_are_escaped() -> None:
     )
     page = render_status_page(snapshot(inventory, results), NOW)
     assert "<script" not in page.lower() and "<img" not in page and "<b>" not in page and "<h>" not in page
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
     inventory_row = tables_of(page)["inventory-prod"][0]
     assert inventory_row["software"] == hostile  # the parser unescapes: a browser shows the name as sent
     assert tables_of(page)["brokers-prod"][0]["host"] == "<h>"
+
+
+class Markup(HTMLParser):
+    """Every tag and attribute name on a page, and the title attributes by data-col (by tag where there is none)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.attributes: set[str] = set()
+        self.titles: dict[str, list[str]] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attributes.update(name for name, _ in attrs)
+        attributes = dict(attrs)
+        if attributes.get("title") is not None:
+            self.titles.setdefault(attributes.get("data-col") or tag, []).append(attributes["title"] or "")
+
+
+def test_quotes_in_client_and_broker_values_cannot_leave_their_attribute() -> None:
+    breakout = "x' onmouseover='alert(1)' data-x=\"y"
+    inventory = (
+        row("1", "kgo", "other", 1, real="1.0'><script>alert(2)</script>"),
+        row("1", "librdkafka", "1.5.0", 1, violation="denied_version", violation_detail=breakout),
+    )
+    results = (
+        SourceResult(SourceKey("prod", "1", "jmx"), False, 0.5, NOW, "timeout", breakout),
+        SourceResult(SourceKey("prod", "1", "api_versions"), True, 0.1, NOW, reading=facts(breakout, "4.1.0")),
+    )
+    page = render_status_page(snapshot(inventory, results, clusters=("prod", breakout)), NOW)
+    markup = Markup()
+    markup.feed(page)
+    assert "script" not in markup.tags
+    assert markup.attributes == {"lang", "charset", "name", "content", "href", "id", "data-col", "class", "title"}
+    assert markup.titles["policy"] == [breakout]
+    assert markup.titles["span"] == [breakout]  # the down status of jmx
+    assert markup.titles["version"] == ["1 versions folded by the cardinality cap: 1.0'><script>alert(2)</script>"]
 
 
 def test_page_references_no_external_asset_and_runs_no_script() -> None:
