@@ -1,16 +1,34 @@
-"""A self-contained HTML report (inline SVG charts, no scripts, no external assets) from small, bounded lists."""
+"""A self-contained HTML report (inline SVG charts, no scripts, no external assets) from small, bounded lists.
+
+This module lays the charts out as plain view data; `templates/report.html` holds the markup and escapes every
+value, since client ids, hosts and software names in a request log are chosen by clients.
+"""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import jinja2
 
 BAR_HEIGHT = 18
 LABEL_WIDTH = 360
 CHART_WIDTH = 860
 OK_COLOUR = "#3b7dd8"
 BLOCKED_COLOUR = "#d8453b"
+# Longer labels are cut to fit left of the bars; the tooltip keeps the whole label.
+LABEL_CHARACTERS = 58
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("exporter.request_logs"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+_TEMPLATES.filters["thousands"] = "{:,}".format
+_TEMPLATES.globals.update(ok_colour=OK_COLOUR, blocked_colour=BLOCKED_COLOUR)
 
 
 @dataclass(frozen=True)
@@ -37,94 +55,64 @@ class ReportData:
     malformed_rows: list[tuple[str, ...]] = field(default_factory=list)
 
 
-def bar_chart(title: str, bars: Sequence[Bar], unit: str) -> str:
-    if not bars:
-        return f"<h3>{html.escape(title)}</h3><p class=empty>nothing to show</p>"
-    top = max(b.value for b in bars) or 1
+@dataclass(frozen=True)
+class _DrawnBar:
+    """One bar with its label, laid out in SVG user units."""
+
+    label: str
+    short_label: str
+    value: int
+    colour: str
+    text_y: int
+    rect_y: int
+    width: str
+    value_x: str
+
+
+@dataclass(frozen=True)
+class _Chart:
+    width: int
+    height: int
+    label_x: int
+    bar_x: int
+    bar_height: int
+    bars: list[_DrawnBar]
+
+
+def _chart(bars: Sequence[Bar]) -> _Chart:
+    top = max((b.value for b in bars), default=0) or 1
     scale = (CHART_WIDTH - LABEL_WIDTH - 90) / top
-    height = BAR_HEIGHT * len(bars) + 8
-    rows = []
+    drawn = []
     for i, bar in enumerate(bars):
         y = i * BAR_HEIGHT + 4
         width = max(bar.value * scale, 1.0)
-        colour = BLOCKED_COLOUR if bar.blocked else OK_COLOUR
-        label = bar.label if len(bar.label) <= 58 else bar.label[:55] + "..."
-        rows.append(
-            f'<text x="{LABEL_WIDTH - 6}" y="{y + 13}" text-anchor="end">{html.escape(label)}</text>'
-            f'<rect x="{LABEL_WIDTH}" y="{y + 2}" width="{width:.1f}" height="{BAR_HEIGHT - 4}" fill="{colour}">'
-            f"<title>{html.escape(bar.label)}: {bar.value:,} {html.escape(unit)}</title></rect>"
-            f'<text x="{LABEL_WIDTH + width + 4:.1f}" y="{y + 13}">{bar.value:,}</text>'
+        short = bar.label if len(bar.label) <= LABEL_CHARACTERS else bar.label[: LABEL_CHARACTERS - 3] + "..."
+        drawn.append(
+            _DrawnBar(
+                label=bar.label,
+                short_label=short,
+                value=bar.value,
+                colour=BLOCKED_COLOUR if bar.blocked else OK_COLOUR,
+                text_y=y + 13,
+                rect_y=y + 2,
+                width=f"{width:.1f}",
+                value_x=f"{LABEL_WIDTH + width + 4:.1f}",
+            )
         )
-    return (
-        f"<h3>{html.escape(title)}</h3>"
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH}" height="{height}" '
-        f'role="img" aria-label="{html.escape(title)}">{"".join(rows)}</svg>'
+    return _Chart(
+        width=CHART_WIDTH,
+        height=BAR_HEIGHT * len(bars) + 8,
+        label_x=LABEL_WIDTH - 6,
+        bar_x=LABEL_WIDTH,
+        bar_height=BAR_HEIGHT - 4,
+        bars=drawn,
     )
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    if not rows:
-        return "<p class=empty>none</p>"
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
-h1{font-size:1.5em}h2{margin-top:2em;border-bottom:1px solid #ccc}h3{font-size:1em;margin-bottom:.3em}
-svg text{font-size:12px;font-family:system-ui,sans-serif}
-table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
-th{background:#f3f3f3}.empty{color:#777}.figures span{display:inline-block;margin-right:2em}
-.figures b{font-size:1.4em;display:block}.legend i{display:inline-block;width:12px;height:12px;margin:0 4px}
-"""
 
 
 def render(data: ReportData) -> str:
-    target = html.escape(data.target_release)
-    figures = "".join(
-        f"<span><b>{value:,}</b>{html.escape(label)}</span>"
-        for label, value in (
-            ("request lines", data.lines),
-            ("lines not parsed", data.malformed_lines),
-            ("clients", data.clients),
-            (f"clients blocking {data.target_release}", data.blocking_clients),
-            ("clients below the version policy", data.policy_clients),
-        )
+    return _TEMPLATES.get_template("report.html").render(
+        data=data,
+        software=_chart(data.software),
+        blockers=_chart(data.blockers),
+        api_versions=_chart(data.api_versions),
     )
-    legend = (
-        f'<p class=legend><i style="background:{OK_COLOUR}"></i>served by {target}'
-        f'<i style="background:{BLOCKED_COLOUR}"></i>not served by {target}</p>'
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Kafka client inventory</title><style>{_STYLE}</style></head>
-<body>
-<h1>Kafka client inventory from broker request logs</h1>
-<p class=figures>{figures}</p>
-<h2>Client software</h2>
-{bar_chart("Clients per software name and version", data.software, "clients")}
-<h2>Who blocks the upgrade to Kafka {target}</h2>
-{
-        bar_chart(
-            f"Top clients using API versions Kafka {data.target_release} no longer serves",
-            data.blockers,
-            "blocked requests",
-        )
-    }
-{
-        table(
-            ["clientId", "principal", "source host", "software", "APIs (versions used; minimum)", "requests"],
-            data.blocker_rows,
-        )
-    }
-<h2>API versions in use</h2>
-{legend}
-{bar_chart("Requests per API and version", data.api_versions, "requests")}
-<h2>Version policy</h2>
-{table(["reason", "software", "version", "clients", "detail"], data.policy_rows)}
-<h2>Consumer group protocols (KIP-559)</h2>
-{table(["group", "clientId", "protocol type", "protocol name", "offered"], data.group_rows)}
-<h2>Lines not parsed</h2>
-{table(["reason", "lines"], data.malformed_rows)}
-</body></html>
-"""

@@ -1,7 +1,8 @@
 """The status page at `/`: per cluster the live client inventory, the brokers and the exporter's own health.
 
 Server-rendered HTML with inline CSS only (no scripts, no external assets) so it works offline and behind
-strict proxies; every value from a snapshot is escaped, since client software names are chosen by clients.
+strict proxies. This module turns a snapshot into plain view data; `templates/status_page.html` holds the markup
+and escapes every value, since client software names are chosen by clients and error messages by brokers.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from html import escape
+
+import jinja2
 
 from exporter import __version__
 from exporter.snapshot import (
@@ -29,139 +31,121 @@ LINKS = (
     ("/healthz", "healthz"),
     ("/readyz", "readyz"),
 )
-STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:1.5em 2em;color:#222}"
-    "h1{font-size:1.5em}h2{margin-top:1.6em;border-bottom:2px solid #ddd}h3{font-size:1.05em;margin-bottom:.3em}"
-    "table{border-collapse:collapse;margin-bottom:1em}"
-    "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}"
-    "th{background:#f3f3f3}td.num{text-align:right}"
-    ".ok{color:#176e17}.bad{color:#b00;font-weight:600}.warn{color:#a65f00;font-weight:600}"
-    ".muted{color:#777}nav a{margin-right:1em}"
+# Names beyond this many stay out of the tooltip of a folded version; the count still says how many there are.
+FOLDED_NAMES_SHOWN = 20
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("exporter.web"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+_TEMPLATES.globals.update(
+    version=__version__, links=LINKS, folded_version=FOLDED_VERSION, folded_names_shown=FOLDED_NAMES_SHOWN
 )
 
 
 def render_status_page(snapshot: Snapshot | None, now: float) -> str:
     """The whole page for `snapshot` (None before the first collection cycle has finished) as seen at `now`."""
-    parts = [_head(), _nav()]
+    template = _TEMPLATES.get_template("status_page.html")
     if snapshot is None:
-        parts.append(
-            "<p class='warn' id='not-ready'>The first collection cycle has not finished yet: no inventory to show. "
-            "Reload this page in a few seconds.</p>"
-        )
-    else:
-        parts.append(_health(snapshot, now))
-        for cluster in snapshot.clusters:
-            parts.append(_cluster_section(snapshot, cluster))
-    parts.append("</body></html>\n")
-    return "".join(parts)
-
-
-def _head() -> str:
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>kafka-client-exporter</title><style>{STYLE}</style></head><body>"
-        f"<h1>kafka-client-exporter {escape(__version__)}</h1>"
+        return template.render(health=None, clusters=())
+    return template.render(
+        health=_health(snapshot, now),
+        clusters=[_cluster(snapshot, cluster) for cluster in snapshot.clusters],
     )
-
-
-def _nav() -> str:
-    return "<nav>" + "".join(f"<a href='{href}'>{escape(text)}</a>" for href, text in LINKS) + "</nav>"
-
-
-def _cell(column: str, content: str, css: str = "", title: str | None = None) -> str:
-    """One <td>; `content` must already be escaped (it may hold markup)."""
-    attributes = f" data-col='{escape(column)}'"
-    if css:
-        attributes += f" class='{css}'"
-    if title:
-        attributes += f" title='{escape(title)}'"
-    return f"<td{attributes}>{content}</td>"
-
-
-def _table(table_id: str | None, headers: Iterable[str], rows: Iterable[str]) -> str:
-    id_attribute = f" id='{escape(table_id)}'" if table_id else ""
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    return f"<table{id_attribute}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 # -- exporter health ---------------------------------------------------------------------------------------
 
 
-def _health(snapshot: Snapshot, now: float) -> str:
+@dataclass(frozen=True)
+class _Health:
+    age: str
+    age_css: str
+    sequence: int
+    taken: str
+    cycle_duration: str
+    interval: str
+    overrun: bool
+    folded_total: int
+
+
+def _health(snapshot: Snapshot, now: float) -> _Health:
     age = max(0.0, now - snapshot.taken_at)
     # The cached snapshot is stale once it is older than two intervals plus the cycle itself.
     stale = snapshot.interval_seconds > 0 and age > 2 * snapshot.interval_seconds + snapshot.cycle_duration_seconds
     overrun = snapshot.interval_seconds > 0 and snapshot.cycle_duration_seconds > snapshot.interval_seconds
-    taken = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snapshot.taken_at))
-    interval = f"{snapshot.interval_seconds:g} s" if snapshot.interval_seconds > 0 else "not configured"
-    rows = [
-        "<tr><th>snapshot</th>"
-        + _cell("snapshot-age", f"{age:.1f} s old (cycle {snapshot.sequence}, taken {escape(taken)})", _flag(stale))
-        + "</tr>",
-        "<tr><th>cycle duration</th>"
-        + _cell(
-            "cycle-duration",
-            f"{snapshot.cycle_duration_seconds:.2f} s of a {escape(interval)} interval"
-            + (" (longer than the interval)" if overrun else ""),
-            _flag(overrun),
-        )
-        + "</tr>",
-        "<tr><th>folded series</th>" + _cell("folded-total", str(sum(snapshot.folded_total.values())), "num") + "</tr>",
-    ]
-    return "<h2>Exporter health</h2><table id='exporter-health'><tbody>" + "".join(rows) + "</tbody></table>"
+    return _Health(
+        age=f"{age:.1f}",
+        age_css=_flag(stale),
+        sequence=snapshot.sequence,
+        taken=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snapshot.taken_at)),
+        cycle_duration=f"{snapshot.cycle_duration_seconds:.2f}",
+        interval=f"{snapshot.interval_seconds:g} s" if snapshot.interval_seconds > 0 else "not configured",
+        overrun=overrun,
+        folded_total=sum(snapshot.folded_total.values()),
+    )
 
 
 def _flag(bad: bool) -> str:
     return "warn" if bad else "ok"
 
 
-def _cluster_health(snapshot: Snapshot, cluster: str) -> str:
-    errors: dict[tuple[str, str], int] = defaultdict(int)
-    for (key, reason), count in snapshot.errors_total.items():
-        if key.cluster == cluster:
-            errors[(key.source, reason)] += count
-    cluster_sources = [r for r in snapshot.results if r.key.cluster == cluster and r.key.broker == CLUSTER_BROKER]
-    parts = ["<h3>Exporter health for this cluster</h3>"]
-    if cluster_sources:
-        parts.append(
-            "<p>Cluster-level sources: "
-            + ", ".join(f"{escape(r.key.source)} {_source_status(r)}" for r in sorted(cluster_sources, key=_by_key))
-            + "</p>"
-        )
-    folded = snapshot.folded_total.get(cluster, 0)
-    parts.append(
-        f"<p>Series folded into version &quot;{FOLDED_VERSION}&quot; since start: "
-        f"<span data-col='folded' class='{'warn' if folded else 'ok'}'>{folded}</span></p>"
+@dataclass(frozen=True)
+class _SourceStatus:
+    """How one source fared in the cycle; `message` is empty when the source is up or gave no message."""
+
+    source: str
+    ok: bool
+    duration: str
+    reason: str
+    message: str
+
+
+def _source_status(result: SourceResult) -> _SourceStatus:
+    return _SourceStatus(
+        source=result.key.source,
+        ok=result.ok,
+        duration=f"{result.duration_seconds:.2f}",
+        reason=result.error_reason or "error",
+        message=result.error_message or "",
     )
-    if errors:
-        rows = [
-            "<tr>"
-            + _cell("source", escape(source))
-            + _cell("reason", escape(reason), "bad")
-            + _cell("errors", str(count), "num")
-            + "</tr>"
-            for (source, reason), count in sorted(errors.items())
-        ]
-        parts.append(_table(f"errors-{cluster}", ("source", "reason", "errors since start"), rows))
-    else:
-        parts.append("<p class='ok'>No collection errors since start.</p>")
-    return "".join(parts)
 
 
 # -- one cluster -------------------------------------------------------------------------------------------
 
 
-def _cluster_section(snapshot: Snapshot, cluster: str) -> str:
-    return "".join(
-        (
-            f"<section id='cluster-{escape(cluster)}'><h2>Cluster {escape(cluster)}</h2>",
-            _clients(snapshot, cluster),
-            _brokers(snapshot, cluster),
-            _subscriptions(snapshot.client_metrics_by_cluster().get(cluster)),
-            _cluster_health(snapshot, cluster),
-            "</section>",
-        )
+@dataclass(frozen=True)
+class _Cluster:
+    name: str
+    inventory: list[_InventoryLine]
+    broker_sources: list[str]
+    brokers: list[_BrokerLine]
+    client_metrics: ClientMetricsReading | None
+    cluster_sources: list[_SourceStatus]
+    folded: int
+    errors: list[tuple[str, str, int]]  # source, reason, errors since start
+
+
+def _cluster(snapshot: Snapshot, cluster: str) -> _Cluster:
+    broker_sources, brokers = _brokers(snapshot, cluster)
+    cluster_sources = [r for r in snapshot.results if r.key.cluster == cluster and r.key.broker == CLUSTER_BROKER]
+    errors: dict[tuple[str, str], int] = defaultdict(int)
+    for (key, reason), count in snapshot.errors_total.items():
+        if key.cluster == cluster:
+            errors[(key.source, reason)] += count
+    return _Cluster(
+        name=cluster,
+        inventory=_inventory_lines(row for row in snapshot.clients if row.cluster == cluster),
+        broker_sources=broker_sources,
+        brokers=brokers,
+        client_metrics=snapshot.client_metrics_by_cluster().get(cluster),
+        cluster_sources=[_source_status(r) for r in sorted(cluster_sources, key=_by_key)],
+        folded=snapshot.folded_total.get(cluster, 0),
+        errors=[(source, reason, count) for (source, reason), count in sorted(errors.items())],
     )
 
 
@@ -192,6 +176,25 @@ class _InventoryLine:
     def rank(self) -> int:
         return 0 if self.violations else 1 if self.unparseable else 2
 
+    @property
+    def broker_list(self) -> list[str]:
+        return sorted(self.brokers, key=_broker_order)
+
+    @property
+    def folded_versions(self) -> list[str]:
+        """The real versions behind a folded row; empty for every other row."""
+        if self.software_version != FOLDED_VERSION:
+            return []
+        return sorted(self.real_versions - {FOLDED_VERSION})
+
+    @property
+    def violation_reasons(self) -> list[str]:
+        return sorted(self.violations)
+
+    @property
+    def violation_details(self) -> list[str]:
+        return sorted(detail for details in self.violations.values() for detail in details)
+
 
 def _inventory_lines(rows: Iterable[JudgedClient]) -> list[_InventoryLine]:
     lines: dict[tuple[str, str], _InventoryLine] = {}
@@ -210,94 +213,24 @@ def _by_key(result: SourceResult) -> tuple[tuple[int, int | str], str]:
     return (_broker_order(result.key.broker), result.key.source)
 
 
-def _clients(snapshot: Snapshot, cluster: str) -> str:
-    lines = _inventory_lines(row for row in snapshot.clients if row.cluster == cluster)
-    heading = "<h3>Connected client software</h3>"
-    if not lines:
-        return heading + f"<p id='inventory-{escape(cluster)}-empty' class='muted'>No client connections seen.</p>"
-    rows = []
-    for line in lines:
-        version_title = None
-        if line.software_version == FOLDED_VERSION and line.real_versions - {FOLDED_VERSION}:
-            folded = sorted(line.real_versions - {FOLDED_VERSION})
-            version_title = f"{len(folded)} versions folded by the cardinality cap: " + ", ".join(folded[:20])
-        rows.append(
-            "<tr>"
-            + _cell("software", escape(line.software_name))
-            + _cell("version", escape(line.software_version), "muted" if version_title else "", version_title)
-            + _cell("connections", str(line.connections), "num")
-            + _policy_cell(line)
-            + _cell("brokers", escape(", ".join(sorted(line.brokers, key=_broker_order))))
-            + "</tr>"
-        )
-    headers = ("software", "version", "connections", "policy status", "brokers")
-    return heading + _table(f"inventory-{cluster}", headers, rows)
+@dataclass(frozen=True)
+class _BrokerLine:
+    broker: str
+    facts: BrokerFacts | None  # None until a protocol source has answered
+    statuses: list[tuple[str, _SourceStatus | None]]  # per source column; None when not polled
 
 
-def _policy_cell(line: _InventoryLine) -> str:
-    if line.violations:
-        reasons = sorted(line.violations)
-        details = sorted(detail for reason in reasons for detail in line.violations[reason])
-        return _cell("policy", escape(", ".join(reasons)), "bad", "; ".join(details) or None)
-    if line.unparseable:
-        return _cell("policy", "unparseable version", "warn", "a version rule applies but this version did not parse")
-    return _cell("policy", "OK", "ok")
-
-
-def _brokers(snapshot: Snapshot, cluster: str) -> str:
+def _brokers(snapshot: Snapshot, cluster: str) -> tuple[list[str], list[_BrokerLine]]:
+    """The source columns and one line per broker of `cluster`."""
     by_broker: dict[str, dict[str, SourceResult]] = defaultdict(dict)
     for result in snapshot.results:
         if result.key.cluster == cluster and result.key.broker != CLUSTER_BROKER:
             by_broker[result.key.broker][result.key.source] = result
-    if not by_broker:
-        return ""
     sources = sorted({source for results in by_broker.values() for source in results})
-    rows = []
+    lines = []
     for broker in sorted(by_broker, key=_broker_order):
         results = by_broker[broker]
         facts = next((f for r in results.values() if (f := r.reading_of(BrokerFacts)) is not None), None)
-        unknown = "<span class='muted'>unknown</span>"
-        cells = [
-            _cell("broker", escape(broker)),
-            _cell("host", escape(facts.host) if facts else unknown),
-            _cell("release", escape(facts.inferred_release) if facts else unknown),
-            _cell("api-versions", f"v{facts.request_version}" if facts else unknown),
-        ]
-        for source in sources:
-            result = results.get(source)
-            cells.append(_cell(source, _source_status(result) if result else "<span class='muted'>not polled</span>"))
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    headers = ("broker", "host", "inferred release", "ApiVersions", *sources)
-    return "<h3>Brokers</h3>" + _table(f"brokers-{cluster}", headers, rows)
-
-
-def _source_status(result: SourceResult) -> str:
-    if result.ok:
-        return f"<span class='ok'>up</span> <span class='muted'>({result.duration_seconds:.2f} s)</span>"
-    reason = escape(result.error_reason or "error")
-    return f"<span class='bad' title='{escape(result.error_message or '')}'>down: {reason}</span>" + (
-        f"<br><span class='muted'>{escape(result.error_message)}</span>" if result.error_message else ""
-    )
-
-
-def _subscriptions(reading: ClientMetricsReading | None) -> str:
-    if reading is None:
-        return ""
-    if reading.api_used is None:
-        return (
-            "<h3>Client-metrics subscriptions</h3><p class='muted'>The brokers serve neither "
-            "ListClientMetricsResources nor ListConfigResources (KIP-714 needs Kafka 3.7+).</p>"
-        )
-    heading = f"<h3>Client-metrics subscriptions (via {escape(reading.api_used)})</h3>"
-    if not reading.subscriptions:
-        return heading + "<p class='muted'>No subscriptions defined.</p>"
-    rows = [
-        "<tr>"
-        + _cell("name", escape(sub.name))
-        + _cell("interval", str(sub.interval_ms), "num")
-        + _cell("metrics", escape(", ".join(sub.metrics)))
-        + _cell("match", escape(", ".join(sub.match)))
-        + "</tr>"
-        for sub in reading.subscriptions
-    ]
-    return heading + _table(None, ("name", "interval.ms", "metrics", "match"), rows)
+        statuses = [(source, _source_status(results[source]) if source in results else None) for source in sources]
+        lines.append(_BrokerLine(broker, facts, statuses))
+    return sources, lines
