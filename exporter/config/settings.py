@@ -301,7 +301,7 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(
         cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
-    ):  # type: ignore[no-untyped-def]
+    ):
         sources = [init_settings, env_settings]
         if settings_cls.model_config.get("yaml_file"):
             sources.append(YamlConfigSettingsSource(settings_cls))
@@ -333,7 +333,7 @@ def load_settings(path: Path | None) -> Settings:
         _check_yaml(path)
         settings_cls = type("FileSettings", (Settings,), {"model_config": {**Settings.model_config, "yaml_file": path}})
     try:
-        return settings_cls()  # type: ignore[call-arg]  # pydantic-settings fills the fields from file and env
+        return settings_cls()
     except ValidationError as exc:
         origin = f"config file {path}" if path else "configuration"
         raise ConfigError(format_validation_error(exc, origin, _ERRORS)) from None

@@ -35,7 +35,7 @@ ACL_HINT = (
 )
 
 
-async def _connection(manager: KafkaConnectionManager, node_id: int):  # type: ignore[no-untyped-def]
+async def _connection(manager: KafkaConnectionManager, node_id: int):  # kafka-python is untyped
     conn = manager.get_connection(node_id)
     await conn  # the KIP-511 handshake (and SASL) of a new connection; immediate for an open one
     return conn

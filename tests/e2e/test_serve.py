@@ -9,6 +9,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def double() -> Iterator[DoubleCluster]:
 
 
 def config_for(tmp_path: Path, brokers: dict[int, str], **collection: object) -> Path:
-    settings = {"interval_seconds": 2, "jmx_timeout_seconds": 2, **collection}
+    settings: dict[str, Any] = {"interval_seconds": 2, "jmx_timeout_seconds": 2, **collection}
     return write_config(tmp_path / "exporter.yaml", "local", brokers, **settings)
 
 
@@ -68,6 +69,7 @@ def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp
         assert status == 200 and "serve-check" in page and "href='/metrics'" in page
     # Leaving the block sent SIGTERM, as Kubernetes does.
     assert daemon.returncode == 0
+    assert daemon.stderr is not None
     assert "stopping" in daemon.stderr.read()
 
 

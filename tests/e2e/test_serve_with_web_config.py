@@ -52,6 +52,7 @@ def test_serve_over_https_with_basic_auth(tmp_path: Path) -> None:
         status, _, body = get(f"{url}/metrics", context, basic("prometheus", "scrape"))
         assert status == 200 and "kafka_client_exporter_build_info" in body
     assert daemon.returncode == 0
+    assert daemon.stderr is not None
     assert f"serving https://127.0.0.1:{port}/metrics" in daemon.stderr.read()
 
 

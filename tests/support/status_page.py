@@ -17,9 +17,10 @@ class Tables(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
-        if tag == "table" and attributes.get("id"):
-            self._table = attributes["id"]
-            self.tables[self._table] = []
+        table_id = attributes.get("id")
+        if tag == "table" and table_id:
+            self._table = table_id
+            self.tables[table_id] = []
         elif tag == "tr" and self._table is not None:
             self.tables[self._table].append({})
         elif tag == "td" and self._table is not None and "data-col" in attributes:

@@ -45,6 +45,7 @@ def live_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[str]]
             deadline = time.monotonic() + 60
             while True:
                 if daemon.poll() is not None:
+                    assert daemon.stderr is not None
                     pytest.fail(f"the exporter exited with {daemon.returncode}: {daemon.stderr.read()}")
                 if time.monotonic() > deadline:
                     pytest.fail("the exporter was not ready within 60 s")

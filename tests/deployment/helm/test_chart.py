@@ -218,5 +218,6 @@ def test_rendered_configs_are_accepted_by_the_exporter(helm: Helm, tmp_path: Pat
     assert [cluster.name for cluster in settings.clusters] == ["prod"]
     (secret,) = by_kind(manifest, "Secret")
     web_config = WebConfigFile.model_validate(yaml.safe_load(secret["stringData"]["web-config.yml"]))
+    assert web_config.tls_server_config is not None
     assert web_config.tls_server_config.client_auth_type == "RequireAndVerifyClientCert"
     assert set(web_config.basic_auth_users) == {"prometheus"}

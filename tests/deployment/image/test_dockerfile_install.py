@@ -41,7 +41,7 @@ def test_dockerfile_install_commands_give_a_working_exporter(tmp_path: Path) -> 
     # `python` is the bare interpreter, as in the python:3.11-slim image, not this test's venv.
     shims = tmp_path / "bin"
     shims.mkdir()
-    (shims / "python").symlink_to(os.path.realpath(sys._base_executable))
+    (shims / "python").symlink_to(os.path.realpath(sys._base_executable))  # type: ignore[attr-defined]  # the interpreter behind any venv
     venv = tmp_path / "venv"
     env = {
         **os.environ,

@@ -6,6 +6,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(spark, fixture_dir: Path) -> InventoryTables:
+def built(spark, fixture_dir: Path) -> Iterator[InventoryTables]:
     tables = build_tables(spark, [str(fixture_dir)], "4.0.0", load_policy(None))
     yield tables
     tables.unpersist()

@@ -4,6 +4,8 @@ subscriptions on one cluster and none on an older one, a failed poll with its er
 
 from __future__ import annotations
 
+from typing import Any
+
 from exporter.snapshot import (
     CLUSTER_BROKER,
     FOLDED_VERSION,
@@ -30,7 +32,7 @@ OLD_METRICS = SourceKey("old", CLUSTER_BROKER, "client_metrics")
 ODD_NAME = 'odd "client"\\\nname'
 
 
-def judged(broker: str, processor: str, name: str, version: str, connections: int, **kw: str) -> JudgedClient:
+def judged(broker: str, processor: str, name: str, version: str, connections: int, **kw: Any) -> JudgedClient:
     return JudgedClient(
         cluster="prod",
         broker=broker,

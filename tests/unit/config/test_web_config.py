@@ -60,6 +60,7 @@ def test_full_toolkit_file_builds_a_verifying_context(pki: Pki, tmp_path: Path) 
     }
     serving = load_web_config(write_web_config(tmp_path, document))
     assert serving.scheme == "https"
+    assert serving.ssl_context is not None
     assert serving.ssl_context.verify_mode == ssl.CERT_REQUIRED
     assert serving.ssl_context.minimum_version == ssl.TLSVersion.TLSv1_3
     assert serving.users == {"prometheus": HASH.encode()}

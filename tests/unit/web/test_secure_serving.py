@@ -68,7 +68,9 @@ def test_cipher_suites_decide_the_tls12_cipher(pki: Pki, tmp_path: Path) -> None
             socket.create_connection(("127.0.0.1", port)) as raw,
             context.wrap_socket(raw, server_hostname="localhost") as tls_socket,
         ):
-            name, version, _ = tls_socket.cipher()
+            cipher = tls_socket.cipher()
+            assert cipher is not None
+            name, version, _ = cipher
         # The server's order wins (prefer_server_cipher_suites defaults to true, as in exporter-toolkit).
         assert (name, version) == ("ECDHE-ECDSA-CHACHA20-POLY1305", "TLSv1.2")
         context.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
