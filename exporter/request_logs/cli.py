@@ -7,8 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
-from exporter.request_logs import api_catalog
-from exporter.request_logs.api_catalog import DEFAULT_TARGET_RELEASE
+from exporter.kafka_releases import table
+from exporter.request_logs import DEFAULT_TARGET_RELEASE
 
 EXIT_USAGE = 2
 log = logging.getLogger("exporter.request_logs")
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         conf = _spark_conf(args.conf)
-        api_catalog.ranges(args.target_release)
+        table.ranges(args.target_release)
         load_policy(args.policy)
     except (ValueError, PolicyError) as exc:
         print(f"kafka-client-exporter inventory: {exc}", file=sys.stderr)
