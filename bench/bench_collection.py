@@ -23,11 +23,14 @@ from pathlib import Path
 
 from jmxquery import JMXConnection
 
+# The double is not installed (the wheel ships exporter/ only): import it, and this exporter, from the checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.sources.jmx import QUERIES
 from kafka_double.clients import ClientKind, ClientMix, available_kinds
-from kafka_double.exporter_process import running_exporter, write_config
+from kafka_double.exporter_process import checkout_env, running_exporter, write_config
 from kafka_double.mbean_host import free_port
 
 TARGET_WALL_50 = 8.0
@@ -52,7 +55,10 @@ def cpu_seconds() -> float:
 
 def start_double(brokers: int) -> tuple[subprocess.Popen, dict]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "kafka_double", "--brokers", str(brokers)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "kafka_double", "--brokers", str(brokers)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=checkout_env(),
     )
     line = process.stdout.readline() if process.stdout else ""
     if not line:

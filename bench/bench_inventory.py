@@ -46,9 +46,9 @@ def spark_run(data: Path, out: Path, dump: Path | None) -> dict[str, float]:
     """Runs in a child process: one full inventory job, then the JVM's and this process's peak RSS."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+    from bench.spark_clients import clients_as_logged
     from exporter.request_logs.job import InventoryOptions, run_inventory
     from exporter.request_logs.session import build_session
-    from exporter.request_logs.tables import clients_as_logged
 
     started = time.monotonic()
     spark = build_session(None, {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})

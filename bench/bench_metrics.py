@@ -12,10 +12,15 @@ import argparse
 import asyncio
 import multiprocessing
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import aiohttp
 from aiohttp import web
+
+# The double is not installed (the wheel ships exporter/ only): import it, and this exporter, from the checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from exporter.judging.clients import ClientJudge
 from exporter.policy import load_policy

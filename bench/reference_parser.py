@@ -17,8 +17,8 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import IO, Any
 
+from exporter.kafka_releases.table import api_keys_by_enum_name
 from exporter.request_logs import log_format as lf
-from exporter.request_logs.api_catalog import api_keys_by_enum_name
 
 _TIMESTAMP = re.compile(lf.TIMESTAMP)
 _TEXT_LINE = re.compile(lf.TEXT_LINE)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
+from exporter.kafka_releases.table import ApiRange
+
 
 @dataclass(frozen=True, slots=True)
 class ClientConnections:
@@ -57,14 +59,6 @@ class JmxReading:
     clients: tuple[ClientConnections, ...] = ()
     deprecated_requests: tuple[DeprecatedRequests, ...] = ()
     suites: tuple[ProcessorSuite, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ApiRange:
-    api_key: int
-    name: str
-    min_version: int
-    max_version: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,7 @@
-"""``python -m kafka_double``: run a double cluster in the foreground until SIGINT/SIGTERM."""
+"""``python -m kafka_double``: run a double cluster in the foreground until SIGINT/SIGTERM.
+
+From the repository root (or with it on PYTHONPATH): the double is not installed with the exporter.
+"""
 
 from __future__ import annotations
 

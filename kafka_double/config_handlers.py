@@ -3,14 +3,10 @@ DescribeConfigs (key 32) as far as client-metrics subscriptions need them (docs/
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kafka.protocol.api_message import ApiMessage
 
+from .handler_context import HandlerContext
 from .wire import RequestFrame, response_class
-
-if TYPE_CHECKING:  # handlers.py registers these handlers, so it cannot be imported from here at run time
-    from .handlers import HandlerContext
 
 LIST_CONFIG_RESOURCES = 74
 DESCRIBE_CONFIGS = 32

@@ -1,6 +1,7 @@
 """The README's main job: a broker double with real clients connected, and the exporter watching it.
 
-Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m kafka_double.demo`.
+Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m kafka_double.demo` from the
+repository root (the double is not installed with the exporter).
 Ctrl-C (or SIGTERM) stops the exporter, the clients, the brokers and the JVM; nothing is left running.
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -10,6 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
+
+# The checkout this double runs from: kafka_double is not installed (the wheel ships exporter/ only).
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def checkout_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this environment) with the checkout first on PYTHONPATH, so that a child Python
+    imports this checkout's exporter and kafka_double whatever its working directory."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
 
 
 def write_config(
@@ -25,7 +37,8 @@ def write_config(
 
 @contextlib.contextmanager
 def running_exporter(config: Path, port: int, *extra_args: str, **popen: object) -> Iterator[subprocess.Popen]:
-    """The daemon on 127.0.0.1:`port`; stopped with SIGTERM (as Kubernetes does) on exit, killed if stuck."""
+    """The daemon on 127.0.0.1:`port`, this checkout's exporter; stopped with SIGTERM (as Kubernetes does) on exit,
+    killed if stuck. ``popen`` goes to subprocess.Popen (an ``env`` there gets the checkout added too)."""
     command = [
         sys.executable,
         "-m",
@@ -39,6 +52,7 @@ def running_exporter(config: Path, port: int, *extra_args: str, **popen: object)
         str(port),
         *extra_args,
     ]
+    popen["env"] = checkout_env(popen.get("env"))  # type: ignore[arg-type]
     process = subprocess.Popen(command, **popen)  # type: ignore[call-overload]
     try:
         yield process

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 
 from kafka.protocol.api_message import ApiMessage
 
-from .client_metrics import ClusterConfigState
 from .config_handlers import describe_configs, list_config_resources
+from .handler_context import HandlerContext
 from .registry import EMPTY_CLIENT, ClientInformation
 from .releases import Release
-from .topology import Topology
 from .wire import API_VERSIONS, REQUEST_CLASSES, ProtocolError, RequestFrame, response_class
 
 # docs/kafka-facts/protocol.md#software-name-pattern: ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN, full match.
@@ -29,17 +28,6 @@ COORDINATOR_NOT_AVAILABLE = 15
 UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 FINALIZED_FEATURES_EPOCH = 42  # any epoch >= 0 marks FinalizedFeatures valid (ApiVersionsResponse spec)
-
-
-@dataclass
-class HandlerContext:
-    release: Release
-    broker_id: int
-    listener: str
-    topology: Topology
-    configs: ClusterConfigState
-    # KafkaPrincipal of the connection: User:ANONYMOUS on PLAINTEXT, User:<name> after SASL.
-    principal: str = "User:ANONYMOUS"
 
 
 @dataclass

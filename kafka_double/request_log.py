@@ -16,8 +16,10 @@ from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
+from exporter.kafka_releases.table import enum_name
+
 from .registry import ClientInformation
-from .releases import Release, enum_name
+from .releases import Release
 from .wire import RequestFrame
 
 # kafka-python renames these bitfields; Kafka's JSON converters use the spec names (ints).

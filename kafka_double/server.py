@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from kafka.protocol.api_message import ApiMessage
 
 from .client_metrics import ClusterConfigState
-from .handlers import HandlerContext, api_versions, handler_for
+from .handler_context import HandlerContext
+from .handlers import api_versions, handler_for
 from .registry import BrokerMetrics, ChannelRegistry
 from .releases import Release
 from .request_log import CompletedRequest, RequestLog

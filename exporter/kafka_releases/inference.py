@@ -20,10 +20,10 @@ Method (documented in README, "Broker release inference"): every release in the 
 
 from __future__ import annotations
 
-import csv
 import functools
 from dataclasses import dataclass
-from importlib import resources
+
+from exporter.kafka_releases import table
 
 UNKNOWN = "unknown"
 _PRODUCE = 0
@@ -32,6 +32,8 @@ _TELEMETRY = frozenset({71, 72})
 
 @dataclass(frozen=True, slots=True)
 class _Spec:
+    """What a broker of one release should advertise for one API key (names left out: renames are no evidence)."""
+
     min_version: int
     max_version: int
     unstable_top: bool
@@ -41,46 +43,31 @@ class _Spec:
 @dataclass(frozen=True, slots=True)
 class _Release:
     name: str
-    key: tuple[int, int, int]
+    key: table.ReleaseKey
     apis: dict[int, _Spec]
 
 
-def _release_key(name: str) -> tuple[int, int, int]:
-    major, minor, patch = (int(part) for part in name.split("."))
-    return major, minor, patch
+def _spec(row: table.SpecRow) -> _Spec | None:
+    if row.min_version is None or row.max_version is None or row.disabled:
+        return None  # removed in this release, or 2.7.0's disabled quorum APIs
+    if row.listeners and not row.listeners & {"broker", "zkBroker"}:
+        return None  # controller-only
+    # Pre-2.8 rows have no scope (every API served); 2.8-3.9 split ZooKeeper and KRaft brokers.
+    required = (
+        not row.listeners or {"broker", "zkBroker"} <= row.listeners or row.release_key >= (4, 0, 0)
+    ) and row.api_key not in _TELEMETRY
+    return _Spec(row.min_version, row.max_version, row.latest_version_unstable, required)
 
 
 @functools.cache
-def _table() -> tuple[tuple[_Release, ...], dict[int, str]]:
-    text = (
-        resources.files("exporter.kafka_releases").joinpath("api_versions_by_release.csv").read_text(encoding="utf-8")
-    )
-    rows: dict[str, dict[int, _Spec]] = {}
-    names: dict[int, tuple[tuple[int, int, int], str]] = {}
-    for row in csv.DictReader(text.splitlines()):
-        release, api_key = row["kafka_release"], int(row["api_key"])
-        key = _release_key(release)
-        if key >= names.get(api_key, ((0, 0, 0), ""))[0]:
-            names[api_key] = (key, row["api_name"])
-        if not row["min_version"] or not row["max_version"] or "disabled" in row["notes"]:
-            continue  # removed in this release, or 2.7.0's disabled quorum APIs
-        scopes = set(row["listeners"].split())
-        if scopes and not scopes & {"broker", "zkBroker"}:
-            continue  # controller-only
-        # Pre-2.8 rows have no scope (every API served); 2.8-3.9 split ZooKeeper and KRaft brokers.
-        required = (not scopes or {"broker", "zkBroker"} <= scopes or key >= (4, 0, 0)) and api_key not in _TELEMETRY
-        rows.setdefault(release, {})[api_key] = _Spec(
-            int(row["min_version"]), int(row["max_version"]), row["latest_version_unstable"] == "true", required
-        )
-    releases = tuple(
-        sorted((_Release(name, _release_key(name), apis) for name, apis in rows.items()), key=lambda r: r.key)
-    )
-    return releases, {api_key: name for api_key, (_, name) in names.items()}
-
-
-def api_name(api_key: int) -> str:
-    """The API's name in the newest release that defines it (key 74 is ListConfigResources since 4.1)."""
-    return _table()[1].get(api_key, f"UnknownApi{api_key}")
+def _releases() -> tuple[_Release, ...]:
+    releases = []
+    for name in table.known_releases():
+        specs = {row.api_key: _spec(row) for row in table.release_rows(name)}
+        apis = {api_key: spec for api_key, spec in specs.items() if spec is not None}
+        if apis:
+            releases.append(_Release(name, table.release_key(name), apis))
+    return tuple(releases)
 
 
 def _mismatches(release: _Release, advertised: dict[int, tuple[int, int]]) -> int | None:
@@ -108,18 +95,10 @@ def infer_release(advertised: dict[int, tuple[int, int]]) -> str:
     if not advertised:
         return UNKNOWN
     best: tuple[int, str] | None = None
-    for release in _table()[0]:
+    for release in _releases():
         score = _mismatches(release, advertised)
         if score is not None and (best is None or score < best[0]):
             best = (score, release.name)
     if best is None or best[0] > max(1, len(advertised) // 10):
         return UNKNOWN
     return best[1]
-
-
-def releases_with_same_specs(release: str) -> list[str]:
-    """Releases whose broker-served specs are identical to ``release``'s (what inference cannot separate)."""
-    table = {r.name: r.apis for r in _table()[0]}
-    if release not in table:
-        return []
-    return [name for name, apis in table.items() if apis == table[release]]

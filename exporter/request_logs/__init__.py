@@ -1,7 +1,10 @@
 """Fleet inventory from broker request logs (`kafka-client-exporter inventory`), run on Spark through PySpark.
 
-Modules: ``log_format`` (patterns shared by the Spark job and the reference parser), ``api_catalog`` (API
-version ranges per release), ``parse`` (lines -> typed columns), ``tables`` (clients, api_usage,
-group_protocols, malformed), ``upgrade`` (upgrade_impact), ``report`` (HTML), ``progress``, ``session``,
-``job`` (one run end to end), ``cli``; ``reference_parser`` is the single-process Python baseline.
+Modules: ``log_format`` (patterns shared by the Spark job and the reference parser), ``parse`` (lines -> typed
+columns), ``tables`` (clients, api_usage, group_protocols, malformed), ``upgrade`` (upgrade_impact), ``report``
+(HTML), ``progress``, ``session``, ``job`` (one run end to end), ``cli``. API version ranges per release come from
+``exporter.kafka_releases.table``; the single-process Python baseline is ``bench/reference_parser.py``.
 """
+
+#: The release the fleet is checked against unless ``--target-release`` names another.
+DEFAULT_TARGET_RELEASE = "4.0.0"

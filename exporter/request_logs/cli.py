@@ -7,8 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
-from exporter.request_logs import api_catalog
-from exporter.request_logs.api_catalog import DEFAULT_TARGET_RELEASE
+from exporter.kafka_releases import table
+from exporter.request_logs import DEFAULT_TARGET_RELEASE
 
 EXIT_USAGE = 2
 log = logging.getLogger("exporter.request_logs")
@@ -60,6 +60,13 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
+def _check_target_release(release: str) -> None:
+    try:
+        table.ranges(release)
+    except table.UnknownReleaseError as exc:
+        raise ValueError(f"--target-release: {exc}") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
@@ -69,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         conf = _spark_conf(args.conf)
-        api_catalog.ranges(args.target_release)
+        _check_target_release(args.target_release)
         load_policy(args.policy)
     except (ValueError, PolicyError) as exc:
         print(f"kafka-client-exporter inventory: {exc}", file=sys.stderr)

@@ -12,9 +12,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from exporter.kafka_releases import table
 from exporter.policy import Policy, load_policy
-from exporter.request_logs import api_catalog, output, parse, report, tables, upgrade
-from exporter.request_logs.api_catalog import DEFAULT_TARGET_RELEASE
+from exporter.request_logs import DEFAULT_TARGET_RELEASE, output, parse, report, tables, upgrade
 from exporter.request_logs.progress import ProgressLogger
 
 log = logging.getLogger("exporter.request_logs")
@@ -69,11 +69,11 @@ class InventoryTables:
 
 
 def _api_names(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame(sorted(api_catalog.latest_api_names().items()), "api_key int, api_name string")
+    return spark.createDataFrame(sorted(table.api_names().items()), "api_key int, api_name string")
 
 
 def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str, policy: Policy) -> InventoryTables:
-    ranges = api_catalog.ranges(target_release)
+    ranges = table.ranges(target_release)
     parsed = parse.parse_lines(parse.read_lines(spark, inputs))
     groups = tables.line_groups(parsed).persist(StorageLevel.MEMORY_AND_DISK)
     spark.sparkContext.setJobDescription("pass 1: parse every line, group by connection, client and API")
@@ -94,7 +94,7 @@ def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str
 
 
 def _report_data(built: InventoryTables, target_release: str, totals: dict[str, int]) -> report.ReportData:
-    ranges = api_catalog.ranges(target_release)
+    ranges = table.ranges(target_release)
     software = (
         built.clients.groupBy("software_name", "software_version")
         .agg(F.count(F.lit(1)).alias("clients"))
@@ -195,7 +195,7 @@ def _totals(built: InventoryTables) -> dict[str, int]:
 
 def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySummary:
     started = time.monotonic()
-    api_catalog.ranges(options.target_release)  # fail on a bad release before reading anything
+    table.ranges(options.target_release)  # fail on a bad release before reading anything
     policy = load_policy(options.policy_file)
     sc = spark.sparkContext
     outputs: dict[str, str] = {}

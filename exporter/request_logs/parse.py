@@ -13,8 +13,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from exporter.kafka_releases.table import api_keys_by_enum_name
 from exporter.request_logs import log_format as lf
-from exporter.request_logs.api_catalog import api_keys_by_enum_name
 
 _STR = T.StringType()
 _INT = T.IntegerType()

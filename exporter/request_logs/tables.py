@@ -90,23 +90,6 @@ def clients(usage: DataFrame) -> DataFrame:
     )
 
 
-def clients_as_logged(clients_table: DataFrame) -> DataFrame:
-    """The clients table in the reference parser's ClientRow form (timestamps as the log writes them), so
-    tests and the benchmark can compare the two row by row."""
-    return clients_table.select(
-        "client_id",
-        "principal",
-        "source_host",
-        "listener",
-        "software_name",
-        "software_version",
-        F.date_format("first_seen", lf.TIMESTAMP_FORMAT).alias("first_seen"),
-        F.date_format("last_seen", lf.TIMESTAMP_FORMAT).alias("last_seen"),
-        "requests",
-        "connections",
-    )
-
-
 def api_usage(usage: DataFrame, api_names: DataFrame) -> DataFrame:
     """Per client, API and version: requests, connections, first/last seen; ``api_names`` maps key -> name."""
     key = [*CLIENT_KEY, "api_key", "api_version"]

@@ -1,7 +1,7 @@
 """``upgrade_impact``: who blocks the upgrade to a target release, and who is below the version policy.
 
 API part: a client blocks the target when it uses an API version below the minimum the target still serves,
-or an API the target does not serve at all. The minimum is the target's spec range (``api_catalog``), which
+or an API the target does not serve at all. The minimum is the target's spec range (``kafka_releases.table``), which
 already carries what 4.x kept or restored (Produce v3+ only although v0 is advertised; Metadata v0-3;
 JoinGroup v0-1 again from 4.0.1). Versions above the target's maximum are not blockers: clients negotiate
 down through ApiVersions.
@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from exporter.kafka_releases.table import ApiRange
 from exporter.policy import Policy
-from exporter.request_logs.api_catalog import ApiRange
 from exporter.request_logs.tables import CLIENT_KEY
 
 KIND_API = "api_version"
@@ -56,7 +56,7 @@ _VIOLATION_SCHEMA = T.StructType(
 
 
 def api_impact(spark: SparkSession, api_usage: DataFrame, target: str, ranges: dict[int, ApiRange]) -> DataFrame:
-    table = spark.createDataFrame([(r.api_key, r.api_name, r.min_version) for r in ranges.values()], _RANGE_SCHEMA)
+    table = spark.createDataFrame([(r.api_key, r.name, r.min_version) for r in ranges.values()], _RANGE_SCHEMA)
     removed_api = F.col("min_version_required").isNull()
     blocked = (
         api_usage.join(F.broadcast(table), "api_key", "left")

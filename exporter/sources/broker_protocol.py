@@ -13,7 +13,8 @@ from kafka.net.manager import KafkaConnectionManager
 from kafka.protocol.admin import DescribeConfigsRequest, ListConfigResourcesRequest
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from exporter.kafka_releases.inference import api_name, infer_release
+from exporter.kafka_releases.inference import infer_release
+from exporter.kafka_releases.table import api_name
 from exporter.snapshot import ApiRange, BrokerFacts, ClientMetricsReading, FeatureRange, Subscription
 from exporter.sources.base import Reason
 from exporter.sources.kafka_session import SOFTWARE_NAME, ProtocolError, software_version

@@ -1,4 +1,5 @@
-"""Regenerates the shipped sample request logs: ``python samples/request-logs/generate.py`` (needs setup.sh).
+"""Regenerates the shipped sample request logs: ``PYTHONPATH=. .venv/bin/python samples/request-logs/generate.py``
+(needs setup.sh; the double is imported from the checkout, it is not installed).
 
 ``double/``: written by the broker double (kafka_double) while REAL clients talk to it: kcat (librdkafka) with
 chosen software names, confluent-kafka, kafka-python, aiokafka and kafkajs, on three brokers of different eras:

@@ -13,13 +13,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
-from exporter.kafka_releases.inference import releases_with_same_specs
 from exporter.snapshot import BrokerFacts, ClientMetricsReading, Snapshot, SourceResult
 from exporter.web.exposition import render_snapshot
 from kafka_double.client_metrics import Subscription
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.releases import get_release
+from tests.support.kafka_releases import releases_with_same_specs
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def spark_clients(tables: InventoryTables) -> list[reference_parser.ClientRow]:
-    from exporter.request_logs.tables import clients_as_logged
+    from bench.spark_clients import clients_as_logged
 
     rows = clients_as_logged(tables.clients).collect()
     return sorted((reference_parser.ClientRow(*row) for row in rows), key=repr)
