@@ -36,7 +36,7 @@ from kafka_double.mbean_host import free_port
 TARGET_WALL_50 = 8.0
 TARGET_CPU_RATIO = 1.2
 TARGET_RSS_MB = 150.0
-MIX = [
+MIX: list[ClientKind | tuple[ClientKind, str, str]] = [
     (ClientKind.KCAT, "billing-service", "1.4.2"),
     (ClientKind.KCAT, "legacy-etl", "0.9.0"),
     ClientKind.CONFLUENT,

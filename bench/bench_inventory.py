@@ -26,11 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-from inventory_logs import generate  # noqa: E402
 
 from bench import reference_parser  # noqa: E402
+from bench.inventory_logs import generate  # noqa: E402
 
 DRIVER_MEMORY = "2g"
 
@@ -54,7 +52,7 @@ def spark_run(data: Path, out: Path, dump: Path | None) -> dict[str, float]:
     spark = build_session(None, {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})
     startup = time.monotonic() - started
     summary = run_inventory(spark, InventoryOptions(inputs=[str(data)], output=str(out)))
-    jvm_pid = spark.sparkContext._gateway.proc.pid  # the driver JVM pyspark launched
+    jvm_pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]  # the driver JVM pyspark launched
     jvm_peak = _peak_rss_kb(jvm_pid)
     if dump is not None:
         clients = clients_as_logged(spark.read.parquet(str(out / "clients")))

@@ -50,6 +50,11 @@ def synthetic_snapshot(series: int, sequence: int, brokers: int = 50) -> Snapsho
     return Snapshot(sequence, time.time(), 1.0, tuple(results), clusters=("bench",), clients=inventory)
 
 
+def _publish(exposition: Exposition, series: int, sequence: int) -> None:
+    """Build and render one synthetic snapshot (run off the event loop, as the collection loop publishes)."""
+    exposition.publish(synthetic_snapshot(series, sequence))
+
+
 def serve(port: int, series: int, refresh_seconds: float) -> None:
     async def main() -> None:
         exposition = Exposition()
@@ -62,7 +67,7 @@ def serve(port: int, series: int, refresh_seconds: float) -> None:
                 await asyncio.sleep(refresh_seconds)
                 sequence += 1
                 # Built and rendered off the event loop, as the collection loop publishes.
-                await asyncio.to_thread(lambda s=sequence: exposition.publish(synthetic_snapshot(series, s)))
+                await asyncio.to_thread(_publish, exposition, series, sequence)
 
         app = make_app(exposition, lambda: True)
         runner = web.AppRunner(app, access_log=None)

@@ -267,6 +267,7 @@ class Renderer:
             )
             resp_t = "{error_code=0,api_keys=[{api_key=0,min_version=0,max_version=8}],throttle_time_ms=0}"
         else:
+            assert cached is not None  # every request but a connection's first ApiVersions went through the cache
             req_t, resp_t = cached[2], cached[3]
         cid_t = "null" if conn.client_id is None else conn.client_id
         return (

@@ -218,10 +218,10 @@ def build_clients(lines: Iterable[str]) -> ReferenceResult:
     clients: dict[ClientKey, tuple[_Usage, set[str]]] = {}
     for (connection, client_id, principal, listener), entry in usage.items():
         _priority, name, version = software[connection]
-        key = (client_id, principal, source_host(connection), listener, name, version)
-        found = clients.get(key)
+        client_key = (client_id, principal, source_host(connection), listener, name, version)
+        found = clients.get(client_key)
         if found is None:
-            clients[key] = (_Usage(entry.first_seen, entry.last_seen, entry.requests), {connection})
+            clients[client_key] = (_Usage(entry.first_seen, entry.last_seen, entry.requests), {connection})
         else:
             total_usage, connections = found
             total_usage.requests += entry.requests

@@ -30,7 +30,7 @@ BROKERS = [
     BrokerSpec(id=2, release="4.1.0", listeners=LISTENERS),
     BrokerSpec(id=3, release="3.9.0", listeners=LISTENERS),
 ]
-PLAINTEXT_CLIENTS = [
+PLAINTEXT_CLIENTS: list[ClientKind | tuple[ClientKind, str, str]] = [
     (ClientKind.KCAT, "billing-service", "1.4.2"),
     (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT"),
     ClientKind.CONFLUENT,

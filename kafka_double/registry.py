@@ -22,7 +22,9 @@ SOCKET_SERVER = "kafka.server:type=socket-server-metrics"
 class GaugeSink(Protocol):
     """The narrow part of :class:`kafka_double.mbean_host.MBeanHost` the registry needs."""
 
-    def set(self, broker_id: int, object_name: str, attribute: str, value: object, type_: str = "int") -> None: ...
+    def set(
+        self, broker_id: int, object_name: str, attribute: str, value: int | float | str, type_: str = "int"
+    ) -> None: ...
 
     def unset(self, broker_id: int, object_name: str) -> None: ...
 
@@ -284,7 +286,7 @@ class BrokerMetrics:
         with self.lock:
             self._sink = None
 
-    def sink_set(self, name: str, attribute: str, value: object, type_: str) -> None:
+    def sink_set(self, name: str, attribute: str, value: int | float | str, type_: str) -> None:
         if self._sink is not None:
             self._sink.set(self.broker_id, name, attribute, value, type_)
 

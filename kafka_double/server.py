@@ -10,6 +10,7 @@ and closing the connection on anything the broker cannot parse or does not serve
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -112,7 +113,7 @@ class BrokerServer:
     async def start(self) -> None:
         for lst in self.listeners:
             lst.server = await asyncio.start_server(
-                lambda r, w, lst=lst: self._accept(lst, r, w), self.host, lst.port, reuse_address=True
+                functools.partial(self._accept, lst), self.host, lst.port, reuse_address=True
             )
             self.topology.set_listener_port(self.broker_id, lst.spec.name, lst.port)
         self.topology.set_alive(self.broker_id, True)

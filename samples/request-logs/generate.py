@@ -45,7 +45,10 @@ BROKERS = [
     BrokerSpec(id=2, release="3.9.0", listeners=LISTENERS),
     BrokerSpec(id=3, release="4.1.0", listeners=LISTENERS),
 ]
-INTERNAL_CLIENTS = [(ClientKind.KCAT, "inventory-sync", "3.2.0"), ClientKind.KAFKAJS]
+INTERNAL_CLIENTS: list[ClientKind | tuple[ClientKind, str, str]] = [
+    (ClientKind.KCAT, "inventory-sync", "3.2.0"),
+    ClientKind.KAFKAJS,
+]
 
 
 def _real_logs(target: Path) -> None:
@@ -167,7 +170,9 @@ def _synthetic_groups(target: Path) -> None:
             (11, join_v, 10, join, joined),
             (14, sync_v, 11, sync, synced),
         ):
-            header_version = 2 if rel.api(api_key).is_flexible(version) else 1
+            advertised = rel.api(api_key)
+            assert advertised is not None, f"release {rel.version} has no API {api_key}"
+            header_version = 2 if advertised.is_flexible(version) else 1
             frame = RequestFrame(api_key, version, correlation, client_id, header_version, b"")
             lines.append(_group_line(release, frame, request, response, conn, software))
     out = target / "broker-9" / "kafka-request.log"

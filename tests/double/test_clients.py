@@ -307,7 +307,7 @@ E2E_CASES: list[tuple[ClientKind, dict[str, str]]] = [
     ("kind", "identity_kwargs"), E2E_CASES, ids=[f"{k.value}{'-named' if kw else ''}" for k, kw in E2E_CASES]
 )
 def test_client_is_recorded_with_expected_identity_then_released(
-    cluster: Any, kind: ClientKind, identity_kwargs: dict[str, str]
+    cluster: Any, kind: ClientKind, identity_kwargs: dict[str, Any]
 ) -> None:
     require(kind)
     assert sum(_identity_counts(cluster).values()) == 0
