@@ -5,7 +5,7 @@ Nothing here knows about Prometheus or about how a value was fetched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
@@ -184,8 +184,13 @@ class Snapshot:
         object.__setattr__(self, "last_success", _frozen(self.last_success))
         object.__setattr__(self, "folded_total", _frozen(self.folded_total))
 
+    def readings(self, kind: type[ReadingT]) -> Iterator[tuple[SourceKey, ReadingT]]:
+        """Every successful poll's reading of `kind`, with the poll's key, in result order."""
+        for result in self.results:
+            reading = result.reading_of(kind)
+            if reading is not None:
+                yield result.key, reading
+
     def client_metrics_by_cluster(self) -> dict[str, ClientMetricsReading]:
         """Each cluster's client-metrics reading of this cycle (clusters whose poll failed are absent)."""
-        return {
-            r.key.cluster: reading for r in self.results if (reading := r.reading_of(ClientMetricsReading)) is not None
-        }
+        return {key.cluster: reading for key, reading in self.readings(ClientMetricsReading)}

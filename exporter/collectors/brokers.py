@@ -16,11 +16,8 @@ def broker_families(snapshot: Snapshot) -> Iterator[Metric]:
     api_max = catalog.API_VERSION_MAX.new()
     finalized = catalog.FINALIZED_FEATURE_LEVEL.new()
     supported = catalog.SUPPORTED_FEATURE_MAX_LEVEL.new()
-    for result in snapshot.results:
-        facts = result.reading_of(BrokerFacts)
-        if facts is None:
-            continue
-        cluster, broker = result.key.cluster, result.key.broker
+    for polled, facts in snapshot.readings(BrokerFacts):
+        cluster, broker = polled.cluster, polled.broker
         info.add_metric([cluster, broker, facts.host, facts.inferred_release], 1)
         for api in facts.apis:
             api_min.add_metric([cluster, broker, api.name], api.min_version)

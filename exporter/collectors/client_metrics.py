@@ -14,11 +14,8 @@ def client_metrics_families(snapshot: Snapshot) -> Iterator[Metric]:
     count = catalog.SUBSCRIPTIONS.new()
     subscription = catalog.SUBSCRIPTION_INFO.new()
     supported = catalog.API_SUPPORTED.new()
-    for result in snapshot.results:
-        reading = result.reading_of(ClientMetricsReading)
-        if reading is None:
-            continue
-        cluster = result.key.cluster
+    for polled, reading in snapshot.readings(ClientMetricsReading):
+        cluster = polled.cluster
         supported.add_metric([cluster, "ListClientMetricsResources"], int(reading.list_v0_supported))
         supported.add_metric([cluster, "ListConfigResources"], int(reading.list_v1_supported))
         if reading.api_used is None:

@@ -36,11 +36,8 @@ def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterat
 
     deprecated = catalog.DEPRECATED_REQUESTS.new()
     suite_full = catalog.CLIENT_SUITE_FULL.new()
-    for result in snapshot.results:
-        jmx = result.reading_of(JmxReading)
-        if jmx is None:
-            continue
-        cluster, broker = result.key.cluster, result.key.broker
+    for polled, jmx in snapshot.readings(JmxReading):
+        cluster, broker = polled.cluster, polled.broker
         for request in jmx.deprecated_requests:
             deprecated.add_metric(
                 [

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import jinja2
+from exporter.templating import template_environment
 
 BAR_HEIGHT = 18
 LABEL_WIDTH = 360
@@ -19,14 +19,7 @@ BLOCKED_COLOUR = "#d8453b"
 # Longer labels are cut to fit left of the bars; the tooltip keeps the whole label.
 LABEL_CHARACTERS = 58
 
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("exporter.request_logs"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-)
+_TEMPLATES = template_environment("exporter.request_logs")
 _TEMPLATES.filters["thousands"] = "{:,}".format
 _TEMPLATES.globals.update(ok_colour=OK_COLOUR, blocked_colour=BLOCKED_COLOUR)
 

@@ -12,8 +12,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import jinja2
-
 from exporter import __version__
 from exporter.snapshot import (
     CLUSTER_BROKER,
@@ -24,6 +22,7 @@ from exporter.snapshot import (
     Snapshot,
     SourceResult,
 )
+from exporter.templating import template_environment
 
 LINKS = (
     ("/metrics", "metrics"),
@@ -34,14 +33,7 @@ LINKS = (
 # Names beyond this many stay out of the tooltip of a folded version; the count still says how many there are.
 FOLDED_NAMES_SHOWN = 20
 
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("exporter.web"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-)
+_TEMPLATES = template_environment("exporter.web")
 _TEMPLATES.globals.update(
     version=__version__, links=LINKS, folded_version=FOLDED_VERSION, folded_names_shown=FOLDED_NAMES_SHOWN
 )
