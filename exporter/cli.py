@@ -16,7 +16,8 @@ from aiohttp import web
 
 from exporter import __version__
 from exporter.collection import CollectionLoop
-from exporter.config.settings import ConfigError, Settings, load_settings
+from exporter.config.schema import ConfigError
+from exporter.config.settings import Settings, load_settings
 from exporter.config.web_config import WebServing, load_web_config
 from exporter.policy import Policy, PolicyError, load_policy
 from exporter.request_logs.cli import add_arguments as add_inventory_arguments

@@ -16,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 Location = tuple[int | str, ...]
 
 
+class ConfigError(Exception):
+    """A configuration problem, already phrased for the operator (field, value, what is allowed)."""
+
+
 class StrictModel(BaseModel):
     """A section of an operator's file: an unknown key is an error (a typo must not pass), values never change."""
 

@@ -15,15 +15,11 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, YamlConfigSettingsSource
 
-from exporter.config.schema import ErrorFormat, StrictModel, format_validation_error
+from exporter.config.schema import ConfigError, ErrorFormat, StrictModel, format_validation_error
 from exporter.config.yaml_file import parse_mapping, read_text
 
 ENV_PREFIX = "KCE_"
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
-
-
-class ConfigError(Exception):
-    """A configuration problem, already phrased for the operator (field, value, what is allowed)."""
 
 
 def _read_secret_file(path: Path | None, field: str) -> SecretStr | None:

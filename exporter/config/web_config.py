@@ -18,8 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 
-from exporter.config.schema import ErrorFormat, StrictModel, format_validation_error
-from exporter.config.settings import ConfigError
+from exporter.config.schema import ConfigError, ErrorFormat, StrictModel, format_validation_error
 from exporter.config.yaml_file import parse_mapping, read_text
 
 TlsVersionName = Literal["TLS10", "TLS11", "TLS12", "TLS13"]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from exporter.cli import main
-from exporter.config.settings import ConfigError, load_settings
+from exporter.config.schema import ConfigError
+from exporter.config.settings import load_settings
 
 VALID = """
 clusters:
