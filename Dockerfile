@@ -15,7 +15,7 @@ ENV VENV=/opt/kafka-client-exporter \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY exporter/ exporter/
-# >>> install: tests/image/test_dockerfile_install.py runs exactly these RUN lines in a fresh venv; keep them plain.
+# >>> install: tests/deployment/image/test_dockerfile_install.py runs exactly these RUN lines in a fresh venv; keep them plain.
 RUN python -m venv "$VENV"
 RUN "$VENV/bin/pip" wheel --no-cache-dir --wheel-dir "$WHEELS" .
 RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" kafka-client-exporter

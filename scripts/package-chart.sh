@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies the alert rules (alerts/*.rules.yaml) and Grafana dashboards (dashboards/grafana/*.json) into the Helm
 # chart (helm/kafka-client-exporter/files/), removing copies whose source is gone. The copies are committed so
-# the chart installs from a checkout or a packaged .tgz as it is; tests/helm fails when they differ from the
+# the chart installs from a checkout or a packaged .tgz as it is; tests/deployment/helm fails when they differ from the
 # sources, naming this script. Run it after changing an alert rule file or a dashboard.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 # JSON Schema of Grafana dashboards, generated from @grafana/schema's TypeScript types, for the dashboard tests
-# (tests/dashboards). Written to .tools/grafana-schema/dashboard.schema.json once; needs npm and the registry.
+# (tests/deployment/dashboards). Written to .tools/grafana-schema/dashboard.schema.json once; needs npm and the registry.
 # Sourced by scripts/setup.sh.
 grafana_schema_version=13.2.3
 grafana_schema_dir=.tools/grafana-schema

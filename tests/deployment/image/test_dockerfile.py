@@ -23,7 +23,7 @@ def test_final_stage_has_a_jre_a_non_root_user_and_no_compilers() -> None:
     venv = build.env()["VENV"]
     assert any(args == f"--from=build {venv} {venv}" for args in final.arguments("COPY"))
     assert final.env()["PATH"].startswith(f"{venv}/bin:")
-    assert build.install_block, "the build stage marks its install commands for tests/image"
+    assert build.install_block, "the build stage marks its install commands for tests/deployment/image"
 
 
 def test_dockerignore_admits_exactly_what_the_build_stage_copies() -> None:
