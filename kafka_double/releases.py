@@ -15,8 +15,6 @@ from exporter.kafka_releases.table import ApiRange, known_releases
 
 __all__ = ["AdvertisedApi", "Feature", "Release", "get_release", "known_releases"]
 
-# Telemetry APIs are hidden without a telemetry receiver (docs/kafka-facts/protocol.md#what-a-broker-advertises).
-_TELEMETRY_KEYS = frozenset({71, 72})
 _PRODUCE = 0
 _API_VERSIONS = 18
 
@@ -132,24 +130,11 @@ def _features_for(key: tuple[int, int, int]) -> list[Feature]:
     return feats
 
 
-def _is_broker_scoped(listeners: frozenset[str]) -> bool:
-    """Only APIs scoped to broker listeners are advertised (docs/kafka-facts/protocol.md#what-a-broker-advertises).
-
-    Per row: no scope is a pre-2.8 spec without scoping (all served); ``broker`` is a KRaft
-    broker; a row whose only broker scope is ``zkBroker`` (2.8-3.9, e.g. InitProducerId in 2.8,
-    LeaderAndIsr in 3.x) is served by the ZooKeeper-mode brokers that 2.8-3.9 clusters normally run.
-    """
-    return not listeners or "broker" in listeners or "zkBroker" in listeners
-
-
 def _advertised(row: table.SpecRow) -> AdvertisedApi | None:
-    if row.min_version is None or row.max_version is None:
-        return None  # "removed in this release: validVersions=none"
-    if row.disabled:
-        return None  # 2.7.0's disabled quorum APIs (docs/kafka-facts/protocol.md#what-a-broker-advertises)
-    if row.api_key in _TELEMETRY_KEYS or not _is_broker_scoped(row.listeners):
-        return None
-    lo, hi = row.min_version, row.max_version
+    if not row.served_by_brokers or row.api_key in table.TELEMETRY_KEYS:
+        return None  # removed, disabled, controller-only, or telemetry without a receiver
+    spec = row.spec_range()
+    lo, hi = spec.min_version, spec.max_version
     if row.latest_version_unstable:
         hi -= 1  # unstable latest version hidden unless unstable.api.versions.enable=true
         if hi < lo:

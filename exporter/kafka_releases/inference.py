@@ -27,7 +27,6 @@ from exporter.kafka_releases import table
 
 UNKNOWN = "unknown"
 _PRODUCE = 0
-_TELEMETRY = frozenset({71, 72})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +47,14 @@ class _Release:
 
 
 def _spec(row: table.SpecRow) -> _Spec | None:
-    if row.min_version is None or row.max_version is None or row.disabled:
-        return None  # removed in this release, or 2.7.0's disabled quorum APIs
-    if row.listeners and not row.listeners & {"broker", "zkBroker"}:
-        return None  # controller-only
+    if not row.served_by_brokers:
+        return None  # removed, disabled (2.7.0's quorum APIs) or controller-only
     # Pre-2.8 rows have no scope (every API served); 2.8-3.9 split ZooKeeper and KRaft brokers.
     required = (
         not row.listeners or {"broker", "zkBroker"} <= row.listeners or row.release_key >= (4, 0, 0)
-    ) and row.api_key not in _TELEMETRY
-    return _Spec(row.min_version, row.max_version, row.latest_version_unstable, required)
+    ) and row.api_key not in table.TELEMETRY_KEYS
+    spec = row.spec_range()
+    return _Spec(spec.min_version, spec.max_version, row.latest_version_unstable, required)
 
 
 @functools.cache

@@ -16,6 +16,9 @@ from importlib import resources
 CSV_NAME = "api_versions_by_release.csv"
 
 ReleaseKey = tuple[int, int, int]
+# Client-telemetry APIs (KIP-714): a broker hides them unless a telemetry receiver is configured
+# (docs/kafka-facts/protocol.md#what-a-broker-advertises).
+TELEMETRY_KEYS = frozenset({71, 72})
 
 
 class UnknownReleaseError(ValueError):
@@ -60,6 +63,15 @@ class SpecRow:
     def disabled(self) -> bool:
         # 2.7.0's quorum APIs: in the code but ApiKeys isEnabled=false, so never advertised.
         return "disabled" in self.notes
+
+    @property
+    def served_by_brokers(self) -> bool:
+        """Whether a broker listener serves this row's range: it is neither removed nor disabled, and it is
+        scoped to brokers (docs/kafka-facts/protocol.md#what-a-broker-advertises). No scope is a pre-2.8 spec
+        (all served); ``broker`` is a KRaft broker; a row whose only broker scope is ``zkBroker`` (2.8-3.9, e.g.
+        InitProducerId in 2.8) is served by the ZooKeeper-mode brokers 2.8-3.9 clusters normally run."""
+        scoped = not self.listeners or bool(self.listeners & {"broker", "zkBroker"})
+        return not self.removed and not self.disabled and scoped
 
     def spec_range(self) -> ApiRange:
         if self.min_version is None or self.max_version is None:
