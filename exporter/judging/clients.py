@@ -1,5 +1,5 @@
 """One cycle's client gauges judged by the version policy, then folded under the per-cluster cardinality cap.
- Stateful across cycles (which pairs are admitted, how many were folded).
+Stateful across cycles (which pairs are admitted, how many were folded).
 
 The policy sees the real name and version; only afterwards does a pair beyond the cap lose its version
 label to ``other`` (counts preserved), so folding never hides a violation.
