@@ -11,7 +11,7 @@ from exporter.snapshot import BrokerFacts, Snapshot
 
 
 def broker_families(snapshot: Snapshot) -> Iterator[Metric]:
-    info = catalog.BROKER_INFO.new()
+    info = catalog.BROKER_RELEASE_INFO.new()
     api_min = catalog.API_VERSION_MIN.new()
     api_max = catalog.API_VERSION_MAX.new()
     finalized = catalog.FINALIZED_FEATURE_LEVEL.new()

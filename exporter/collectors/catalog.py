@@ -18,6 +18,9 @@ CLIENT_MBEAN = (
 )
 # Opt-in label (collection.network_processor_label) of the client families, which otherwise sum over processors.
 NETWORK_PROCESSOR = "network_processor"
+# The Kafka cluster's name (kafka-observ-lib's label): `cluster` belongs to the scrape in multi-cluster Prometheus
+# setups (kubernetes-mixin, Thanos, Mimir), which would rename ours to `exported_cluster`.
+KAFKA_CLUSTER = "kafka_cluster"
 
 
 class Kind(StrEnum):
@@ -49,10 +52,10 @@ class Family:
         return family_type(self.name, self.help, labels=self.label_names(network_processor_label))
 
 
-_CLIENT = ("cluster", "broker", "listener", NETWORK_PROCESSOR, "client_software_name", "client_software_version")
-_SOURCE = ("cluster", "broker", "source")
-_API = ("cluster", "broker", "api")
-_FEATURE = ("cluster", "broker", "feature")
+_CLIENT = (KAFKA_CLUSTER, "broker", "listener", NETWORK_PROCESSOR, "client_software_name", "client_software_version")
+_SOURCE = (KAFKA_CLUSTER, "broker", "source")
+_API = (KAFKA_CLUSTER, "broker", "api")
+_FEATURE = (KAFKA_CLUSTER, "broker", "feature")
 
 BUILD_INFO = Family(
     "kafka_client_exporter_build_info", Kind.GAUGE, "Version of kafka-client-exporter; always 1.", ("version",)
@@ -73,7 +76,7 @@ SERIES_FOLDED = Family(
     Kind.COUNTER,
     'Client software name/version pairs folded into client_software_version="other" because the '
     "cluster has more distinct pairs than collection.max_versions_per_cluster (counted once per cycle).",
-    ("cluster",),
+    (KAFKA_CLUSTER,),
 )
 CONNECTIONS = Family(
     "kafka_client_connections",
@@ -90,24 +93,24 @@ DEPRECATED_REQUESTS = Family(
     Kind.COUNTER,
     "Requests in API versions deprecated by KIP-896 per client software, from JMX "
     "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec attribute Count (brokers 3.7-3.9).",
-    ("cluster", "broker", "request", "version", "client_software_name", "client_software_version"),
+    (KAFKA_CLUSTER, "broker", "request", "version", "client_software_name", "client_software_version"),
 )
 CLIENT_SUITE_FULL = Family(
     "kafka_client_exporter_client_suite_full",
     Kind.GAUGE,
     "1 when a network processor tracks 100 client name/version keys that all have connections: Kafka "
     "then silently stops tracking new clients there, so the inventory of that processor is incomplete.",
-    ("cluster", "broker", "listener", NETWORK_PROCESSOR),
+    (KAFKA_CLUSTER, "broker", "listener", NETWORK_PROCESSOR),
 )
 
 # Brokers (ApiVersions: KIP-35, KIP-511, KIP-584).
-BROKER_INFO = Family(
-    "kafka_broker_info",
+BROKER_RELEASE_INFO = Family(
+    "kafka_broker_release_info",
     Kind.GAUGE,
     "Broker facts from ApiVersions; always 1. inferred_release is the oldest Kafka release whose API "
     "specs match the advertised ranges (a lower bound: releases with identical specs cannot be told "
     "apart), or unknown.",
-    ("cluster", "broker", "host", "inferred_release"),
+    (KAFKA_CLUSTER, "broker", "host", "inferred_release"),
 )
 API_VERSION_MIN = Family(
     "kafka_broker_api_version_min",
@@ -141,21 +144,21 @@ SUBSCRIPTIONS = Family(
     Kind.GAUGE,
     "KIP-714 client-metrics subscriptions in the cluster, listed with ListClientMetricsResources / "
     "ListConfigResources (key 74).",
-    ("cluster",),
+    (KAFKA_CLUSTER,),
 )
 SUBSCRIPTION_INFO = Family(
     "kafka_client_metrics_subscription_info",
     Kind.GAUGE,
     "One client-metrics subscription (DescribeConfigs of CLIENT_METRICS); always 1. Its metrics and match "
     "lists are on the landing page and at /api/client-metrics.",
-    ("cluster", "name", "interval_ms"),
+    (KAFKA_CLUSTER, "name", "interval_ms"),
 )
 API_SUPPORTED = Family(
     "kafka_client_exporter_api_supported",
     Kind.GAUGE,
     "1 when the cluster's brokers serve this API: ListClientMetricsResources is key 74 v0 (3.7+), "
     "ListConfigResources key 74 v1 (4.1+).",
-    ("cluster", "api"),
+    (KAFKA_CLUSTER, "api"),
 )
 
 # The exporter's own health.
@@ -208,7 +211,7 @@ CATALOG: tuple[Family, ...] = (
     CONNECTIONS,
     DEPRECATED_REQUESTS,
     CLIENT_SUITE_FULL,
-    BROKER_INFO,
+    BROKER_RELEASE_INFO,
     API_VERSION_MIN,
     API_VERSION_MAX,
     FINALIZED_FEATURE_LEVEL,

@@ -174,7 +174,7 @@ def test_broker_2_4_has_no_client_series_and_no_error(mbean_host: MBeanHost) -> 
     assert not [k for k in series if k[0] == "kafka_client_exporter_errors_total"]
     # No key 74 before 3.7: reported as unsupported, not as an error.
     for api in ("ListClientMetricsResources", "ListConfigResources"):
-        assert series[("kafka_client_exporter_api_supported", (("api", api), ("cluster", "old")))] == 0
+        assert series[("kafka_client_exporter_api_supported", (("api", api), ("kafka_cluster", "old")))] == 0
 
 
 def test_killed_broker_is_down_and_others_unaffected(mbean_host: MBeanHost) -> None:
@@ -258,7 +258,7 @@ def test_wrong_jmx_password_is_clear_and_never_leaks(mbean_host: MBeanHost, capl
         series[
             (
                 "kafka_client_exporter_errors_total",
-                (("broker", "21"), ("cluster", "auth"), ("reason", "authentication"), ("source", "jmx")),
+                (("broker", "21"), ("kafka_cluster", "auth"), ("reason", "authentication"), ("source", "jmx")),
             )
         ]
         == 1
@@ -305,7 +305,9 @@ def test_failed_discovery_is_reported_not_fatal() -> None:
     [result] = snapshot.results
     assert (result.key.source, result.ok, result.error_reason) == ("discovery", False, "connection")
     assert (
-        series[("kafka_client_exporter_up", (("broker", "bootstrap"), ("cluster", "gone"), ("source", "discovery")))]
+        series[
+            ("kafka_client_exporter_up", (("broker", "bootstrap"), ("kafka_cluster", "gone"), ("source", "discovery")))
+        ]
         == 0
     )
 
@@ -330,7 +332,7 @@ def test_deprecated_requests_are_counted_per_client_software(cluster: DoubleClus
             ("broker", "2"),
             ("client_software_name", "legacy-app"),
             ("client_software_version", "0.8.2"),
-            ("cluster", "e2e"),
+            ("kafka_cluster", "e2e"),
             ("request", "Metadata"),
             ("version", "1"),
         ): 2

@@ -109,7 +109,7 @@ def test_release_facts(mbean_host: MBeanHost, release: str) -> None:
     assert reading is not None and reading.api_used == api_used
     series = series_of(snapshot)
     supported = {
-        api: series[("kafka_client_exporter_api_supported", (("api", api), ("cluster", "proto")))]
+        api: series[("kafka_client_exporter_api_supported", (("api", api), ("kafka_cluster", "proto")))]
         for api in ("ListClientMetricsResources", "ListConfigResources")
     }
     if api_used is None:
@@ -120,22 +120,22 @@ def test_release_facts(mbean_host: MBeanHost, release: str) -> None:
         assert supported["ListConfigResources"] == (api_used == "ListConfigResources")
         assert reading.subscriptions[0].metrics == SUBSCRIPTION.metrics
         assert reading.subscriptions[0].match == SUBSCRIPTION.match
-        assert series[("kafka_client_metrics_subscriptions", (("cluster", "proto"),))] == 1
+        assert series[("kafka_client_metrics_subscriptions", (("kafka_cluster", "proto"),))] == 1
         key = (
             "kafka_client_metrics_subscription_info",
-            (("cluster", "proto"), ("interval_ms", "60000"), ("name", "producers")),
+            (("kafka_cluster", "proto"), ("interval_ms", "60000"), ("name", "producers")),
         )
         assert series[key] == 1
     assert (
         series[
             (
-                "kafka_broker_info",
-                (("broker", "3"), ("cluster", "proto"), ("host", "127.0.0.1"), ("inferred_release", inferred)),
+                "kafka_broker_release_info",
+                (("broker", "3"), ("kafka_cluster", "proto"), ("host", "127.0.0.1"), ("inferred_release", inferred)),
             )
         ]
         == 1
     )
-    produce = ("kafka_broker_api_version_max", (("api", "Produce"), ("broker", "3"), ("cluster", "proto")))
+    produce = ("kafka_broker_api_version_max", (("api", "Produce"), ("broker", "3"), ("kafka_cluster", "proto")))
     assert series[produce] == advertised[0][1]
     if get_release(release).has_client_mbeans:  # KIP-511's broker side arrived in 2.5.0
         assert ("kafka-client-exporter", "0.1.0") in registered
@@ -191,7 +191,7 @@ def test_sasl_good_and_bad_credentials(mbean_host: MBeanHost, mechanism: str, ca
     series = series_of(bad)
     key = (
         "kafka_client_exporter_errors_total",
-        (("broker", "bootstrap"), ("cluster", "sasl"), ("reason", "authentication"), ("source", "discovery")),
+        (("broker", "bootstrap"), ("kafka_cluster", "sasl"), ("reason", "authentication"), ("source", "discovery")),
     )
     assert series[key] == 1
     for secret in (SASL_PASSWORD, wrong):
@@ -219,14 +219,19 @@ def test_authorization_denied_is_one_clear_line_and_isolated(
     series = series_of(last)
     key = (
         "kafka_client_exporter_errors_total",
-        (("broker", "bootstrap"), ("cluster", "proto"), ("reason", "authorization"), ("source", "client_metrics")),
+        (
+            ("broker", "bootstrap"),
+            ("kafka_cluster", "proto"),
+            ("reason", "authorization"),
+            ("source", "client_metrics"),
+        ),
     )
     assert series[key] == 3
     assert (
         "kafka_client_exporter_up",
-        (("broker", "bootstrap"), ("cluster", "proto"), ("source", "client_metrics")),
+        (("broker", "bootstrap"), ("kafka_cluster", "proto"), ("source", "client_metrics")),
     ) in series
-    assert len([k for k in series if k[0] == "kafka_broker_info"]) == 2
+    assert len([k for k in series if k[0] == "kafka_broker_release_info"]) == 2
 
 
 def _open_fds() -> int:

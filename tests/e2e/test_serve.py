@@ -80,8 +80,8 @@ def test_collect_once_prints_and_fails_only_when_every_broker_fails(double: Doub
         [*EXPORTER, "collect-once", "--config", str(config)], capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 0, run.stderr
-    assert 'kafka_client_exporter_up{broker="1",cluster="local",source="jmx"} 1.0' in run.stdout
-    assert 'kafka_client_exporter_up{broker="9",cluster="local",source="jmx"} 0.0' in run.stdout
+    assert 'kafka_client_exporter_up{broker="1",kafka_cluster="local",source="jmx"} 1.0' in run.stdout
+    assert 'kafka_client_exporter_up{broker="9",kafka_cluster="local",source="jmx"} 0.0' in run.stdout
     config = config_for(tmp_path, {9: dead})
     run = subprocess.run(
         [*EXPORTER, "collect-once", "--config", str(config)], capture_output=True, text=True, timeout=60

@@ -108,6 +108,23 @@ def _matching(expr: str, index: int, step: int) -> int:
     raise AssertionError(f"unbalanced parentheses in {expr!r}")
 
 
+# The matcher that keeps our alerts and dashboards off other jobs' series of the same names.
+RULES_JOB_MATCHER = 'job="kafka-client-exporter"'
+DASHBOARD_JOB_MATCHER = 'job=~"$job"'
+
+
+def unscoped_selectors(expr: str, job_matcher: str) -> list[str]:
+    """The metric selectors of an expression that lack `job_matcher`: bare names and `{...}` selectors without it."""
+    masked = _STRING.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], expr)
+    unscoped = []
+    for selector in _SELECTOR.finditer(masked):
+        body = expr[selector.start(2) : selector.end(2)]
+        if job_matcher not in [matcher.strip() for matcher in body.split(",")]:
+            unscoped.append(expr[selector.start() : selector.end()])
+    unscoped.extend(sorted(metric_names(_SELECTOR.sub(" ", masked))))
+    return unscoped
+
+
 def grafana_to_promql(expr: str) -> str:
     """Replace Grafana's variables with values Prometheus parses (the variables only occur in strings and ranges)."""
     expr = re.sub(r"\$__(?:rate_interval|interval|range)\b", "5m", expr)
@@ -132,6 +149,13 @@ def variable_definitions(path: Path) -> Iterator[tuple[str, str]]:
 
 def variable_metric_names(path: Path) -> set[str]:
     return {name for _, definition in variable_definitions(path) for name in _LABEL_VALUES.findall(definition)}
+
+
+def variable_selector(definition: str) -> str:
+    """The selector of a `label_values(selector, label)` variable."""
+    call = _LABEL_VALUES_CALL.match(definition.strip())
+    assert call, f"not a label_values(selector, label) query: {definition!r}"
+    return call.group(1)
 
 
 def variable_label_uses(definition: str) -> list[LabelUse]:

@@ -139,6 +139,6 @@ def test_old_client_fires_and_resolves(tmp_path: Path) -> None:
                 )
                 firing = old_librdkafka_alerts(base)[0]
                 assert firing["labels"]["client_software_name"] == "librdkafka"
-                assert firing["labels"]["cluster"] == "local"
+                assert firing["labels"]["kafka_cluster"] == "local"
                 assert re.search(r"below the policy minimum", firing["annotations"]["description"])
             wait_for(lambda: old_librdkafka_alerts(base) == [], 60, f"{ALERT} to resolve after the client left", log)

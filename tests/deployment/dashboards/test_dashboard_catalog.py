@@ -7,13 +7,16 @@ from pathlib import Path
 import pytest
 
 from tests.support.promql import (
+    DASHBOARD_JOB_MATCHER,
     DASHBOARDS,
     LabelUse,
     dashboard_exprs,
     expr_problems,
     label_uses,
+    unscoped_selectors,
     variable_definitions,
     variable_problems,
+    variable_selector,
 )
 
 
@@ -31,6 +34,15 @@ def test_variables_use_catalog_metrics_and_their_labels(path: Path) -> None:
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_every_query_and_variable_is_scoped_by_the_job_variable(path: Path) -> None:
+    # The job variable itself lists the jobs, so it is the one query that cannot be scoped by it.
+    variables = [(w, variable_selector(d)) for w, d in variable_definitions(path) if not w.endswith("variable job")]
+    queries = [*dashboard_exprs(path), *variables]
+    unscoped = [f"{w}: {sel}" for w, query in queries for sel in unscoped_selectors(query, DASHBOARD_JOB_MATCHER)]
+    assert not unscoped, "\n".join(unscoped)
+
+
 @pytest.mark.parametrize(
     ("expr", "complaint"),
     [
@@ -39,11 +51,11 @@ def test_variables_use_catalog_metrics_and_their_labels(path: Path) -> None:
         ("kafka_client_exporter_up_typo", "kafka_client_exporter_up_typo is not in the catalog"),
         ('kafka_client_exporter_up{listener="a"}', "matcher listener, not a label of kafka_client_exporter_up"),
         ("sum by (reason) (kafka_client_connections)", "by reason, not a label of kafka_client_connections"),
-        ("sum(kafka_broker_info) by (api)", "by api, not a label of kafka_broker_info"),
+        ("sum(kafka_broker_release_info) by (api)", "by api, not a label of kafka_broker_release_info"),
         ("max without (host) (kafka_broker_api_version_max)", "without host, not a label of kafka_broker_api_"),
         (
-            "kafka_client_exporter_up * on (cluster, broker, listener) group_left kafka_broker_info",
-            "on listener, not a label of kafka_broker_info",
+            "kafka_client_exporter_up * on (cluster, broker, listener) group_left kafka_broker_release_info",
+            "on listener, not a label of kafka_broker_release_info",
         ),
         (
             "sum by (network_processor) (kafka_client_connections)",
@@ -61,9 +73,9 @@ def test_the_check_accepts_target_labels_and_counters_by_their_series_name() -> 
 
 
 def test_the_check_rejects_a_broken_variable() -> None:
-    assert variable_problems("var", 'label_values(kafka_client_exporter_up{cluster=~"$cluster"}, listener)') == [
-        "var: label_values listener, not a label of kafka_client_exporter_up ['cluster', 'broker', 'source']"
-    ]
+    assert variable_problems(
+        "var", 'label_values(kafka_client_exporter_up{kafka_cluster=~"$kafka_cluster"}, listener)'
+    ) == ["var: label_values listener, not a label of kafka_client_exporter_up ['kafka_cluster', 'broker', 'source']"]
     assert "is not in the catalog" in variable_problems("var", "label_values(kafka_client_conns, broker)")[0]
 
 

@@ -57,12 +57,15 @@ def test_variables_datasource_and_cascade(path: Path) -> None:
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"
     assert variables["datasource"]["query"] == "prometheus"
-    for name in ("cluster", "broker", "listener"):
+    # job first: every other variable and query is scoped by it, so other jobs' kafka_* series never show.
+    assert [v["name"] for v in dashboard["templating"]["list"]][:3] == ["datasource", "job", "kafka_cluster"]
+    for name in ("job", "kafka_cluster", "broker", "listener"):
         assert variables[name]["type"] == "query"
         assert variables[name]["datasource"]["uid"] == "${datasource}"
         assert variables[name]["multi"] and variables[name]["includeAll"]
-    assert "$cluster" in variables["broker"]["definition"]
-    assert "$cluster" in variables["listener"]["definition"] and "$broker" in variables["listener"]["definition"]
+    assert "$job" in variables["kafka_cluster"]["definition"]
+    assert "$kafka_cluster" in variables["broker"]["definition"]
+    assert "$kafka_cluster" in variables["listener"]["definition"] and "$broker" in variables["listener"]["definition"]
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)

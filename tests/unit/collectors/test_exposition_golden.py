@@ -50,7 +50,7 @@ def test_the_golden_files_cover_every_kind_of_label_set() -> None:
     # The summed and the per-processor form really differ, so each golden file checks its own mode.
     summed, per_processor = (GOLDEN / CASES[0][0]).read_text(), (GOLDEN / CASES[1][0]).read_text()
     assert 'listener="PLAINTEXT",network_processor="1",reason="below_minimum"} 1.0' in per_processor
-    assert 'client_software_version="1.5.0",cluster="prod",listener="PLAINTEXT"} 5.0' in summed
+    assert 'client_software_version="1.5.0",kafka_cluster="prod",listener="PLAINTEXT"} 5.0' in summed
 
 
 if __name__ == "__main__":

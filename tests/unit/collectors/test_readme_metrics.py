@@ -53,10 +53,10 @@ def test_the_readme_lists_the_catalog() -> None:
 
 def test_the_check_sees_a_wrong_row() -> None:
     readme = README.read_text()
-    up = "| `kafka_client_exporter_up` | cluster, broker, source |"
-    assert mismatches(readme.replace(up, "| `kafka_client_exporter_up` | cluster, broker |")) == [
-        "kafka_client_exporter_up: README says (labels, opt-in) (['cluster', 'broker'], False), "
-        "the catalog (['cluster', 'broker', 'source'], False)"
+    up = "| `kafka_client_exporter_up` | kafka_cluster, broker, source |"
+    assert mismatches(readme.replace(up, "| `kafka_client_exporter_up` | kafka_cluster, broker |")) == [
+        "kafka_client_exporter_up: README says (labels, opt-in) (['kafka_cluster', 'broker'], False), "
+        "the catalog (['kafka_cluster', 'broker', 'source'], False)"
     ]
     assert mismatches(readme.replace("`kafka_broker_api_version_min`, ", "")) == [
         "kafka_broker_api_version_min is missing from the README"
@@ -67,7 +67,7 @@ def test_the_check_sees_a_wrong_row() -> None:
     ]
     opt_in = "client_software_version, reason (+ network_processor, opt-in) |"
     assert mismatches(readme.replace(opt_in, "client_software_version, reason |")) == [
-        "kafka_client_policy_violation_connections: README says (labels, opt-in) (['cluster', 'broker', 'listener', "
-        "'client_software_name', 'client_software_version', 'reason'], False), the catalog (['cluster', 'broker', "
-        "'listener', 'client_software_name', 'client_software_version', 'reason'], True)"
+        "kafka_client_policy_violation_connections: README says (labels, opt-in) (['kafka_cluster', 'broker', "
+        "'listener', 'client_software_name', 'client_software_version', 'reason'], False), the catalog "
+        "(['kafka_cluster', 'broker', 'listener', 'client_software_name', 'client_software_version', 'reason'], True)"
     ]

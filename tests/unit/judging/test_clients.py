@@ -59,13 +59,13 @@ def test_verdicts_on_real_versions_and_only_nonzero_violations() -> None:
             ("broker", "1"),
             ("client_software_name", "librdkafka"),
             ("client_software_version", "1.5.0"),
-            ("cluster", "c"),
+            ("kafka_cluster", "c"),
             ("listener", "PLAINTEXT"),
             ("reason", "below_minimum"),
         ),
     )
     assert out[key] == 2
-    assert out[("kafka_client_exporter_series_folded_total", (("cluster", "c"),))] == 0
+    assert out[("kafka_client_exporter_series_folded_total", (("kafka_cluster", "c"),))] == 0
 
 
 def test_pairs_beyond_the_cap_fold_into_other_with_counts_and_verdicts_kept() -> None:

@@ -108,7 +108,7 @@ def test_series_summed_over_processors_and_zero_dropped() -> None:
     assert conns == {"apache-kafka-java/PLAINTEXT": 5, "apache-kafka-java/INTERNAL": 1, "unknown/PLAINTEXT": 4}
     labels = dict(next(k[1] for k in series if k[0] == "kafka_client_deprecated_requests_total"))
     assert labels == {
-        "cluster": "prod",
+        "kafka_cluster": "prod",
         "broker": "1",
         "request": "Metadata",
         "version": "2",
@@ -126,8 +126,8 @@ def test_network_processor_label_is_opt_in() -> None:
 def test_failed_broker_has_up_zero_and_no_client_series() -> None:
     failed = SourceResult(SourceKey("prod", "2", "jmx"), False, 3.0, 1.0, error_reason="timeout", error_message="x")
     series = render(snapshot_of(ok("1", parse_reading(ITEMS)), failed))
-    assert series[("kafka_client_exporter_up", (("broker", "2"), ("cluster", "prod"), ("source", "jmx")))] == 0
-    assert series[("kafka_client_exporter_up", (("broker", "1"), ("cluster", "prod"), ("source", "jmx")))] == 1
+    assert series[("kafka_client_exporter_up", (("broker", "2"), ("kafka_cluster", "prod"), ("source", "jmx")))] == 0
+    assert series[("kafka_client_exporter_up", (("broker", "1"), ("kafka_cluster", "prod"), ("source", "jmx")))] == 1
     assert not [k for k in series if k[0] == "kafka_client_connections" and ("broker", "2") in k[1]]
 
 

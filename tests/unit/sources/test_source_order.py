@@ -108,11 +108,11 @@ def test_a_failing_source_is_down_with_its_reason_and_the_others_still_report(
         for s in family.samples
     }
     up = "kafka_client_exporter_up"
-    assert series[(up, (("broker", "bootstrap"), ("cluster", "c"), ("source", "discovery")))] == 0
-    assert series[(up, (("broker", "1"), ("cluster", "c"), ("source", "jmx")))] == 1
+    assert series[(up, (("broker", "bootstrap"), ("kafka_cluster", "c"), ("source", "discovery")))] == 0
+    assert series[(up, (("broker", "1"), ("kafka_cluster", "c"), ("source", "jmx")))] == 1
     errors = (
         "kafka_client_exporter_errors_total",
-        (("broker", "bootstrap"), ("cluster", "c"), ("reason", "connection"), ("source", "discovery")),
+        (("broker", "bootstrap"), ("kafka_cluster", "c"), ("reason", "connection"), ("source", "discovery")),
     )
     assert series[errors] == 1
 
