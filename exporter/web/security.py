@@ -1,7 +1,8 @@
 """Request-time enforcement of the web config: basic auth, allowed client-certificate SANs, response headers.
 
-/healthz and /readyz stay open: they say only "ok"/"ready", and a kubelet probe cannot send credentials without
-writing them into the pod spec. Every other path (/metrics, the landing page with its inventory) is protected.
+/healthz and /readyz stay open: they say only whether collection is alive and ready (and how old its data is),
+and a kubelet probe cannot send credentials without writing them into the pod spec. Every other path (/metrics,
+the landing page with its inventory) is protected.
 """
 
 from __future__ import annotations
