@@ -57,7 +57,7 @@ class CollectionLoop:
         self._last_success: dict[SourceKey, float] = {}
         self._last_error: dict[SourceKey, str | None] = {}
         self._sequence = 0
-        self._failing_since: str | None = None  # the first error of the current run of failed cycles
+        self._last_traceback: str | None = None  # the error whose traceback was logged last in this run of failures
         self._failed_in_a_row = 0
 
     # -- one cycle -------------------------------------------------------------------------------------
@@ -153,16 +153,16 @@ class CollectionLoop:
             self._count_failed_cycle()
         self._failed_in_a_row += 1
         described = f"{type(error).__name__}: {error}"
-        if described != self._failing_since:
+        if described != self._last_traceback:
             log.error("collection cycle failed; the served snapshot is not refreshed", exc_info=error)
-            self._failing_since = described
+            self._last_traceback = described
         else:
             log.error("collection cycle failed again (%d in a row): %s", self._failed_in_a_row, described)
 
     def _cycle_completed(self) -> None:
         if self._failed_in_a_row:
             log.info("collection cycles complete again after %d failed", self._failed_in_a_row)
-        self._failing_since, self._failed_in_a_row = None, 0
+        self._last_traceback, self._failed_in_a_row = None, 0
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         interval = self._settings.collection.interval_seconds
