@@ -11,14 +11,24 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast, get_args
 
 from aiohttp import web
 
 from exporter import __version__
 from exporter.collection import CollectionLoop
 from exporter.config.schema import ConfigError
-from exporter.config.settings import Settings, load_settings
+from exporter.config.settings import (
+    LOG_LEVELS,
+    LogFormat,
+    LogLevel,
+    Settings,
+    check_telemetry_path,
+    load_settings,
+    normalise_log_level,
+)
 from exporter.config.web_config import WebServing, load_web_config
+from exporter.logging_config import setup_logging
 from exporter.policy import Policy, PolicyError, load_policy
 from exporter.request_logs.cli import add_arguments as add_inventory_arguments
 from exporter.request_logs.cli import run as run_inventory
@@ -26,6 +36,8 @@ from exporter.snapshot import Snapshot, SourceResult
 from exporter.sources.base import SourceName
 from exporter.web.app import make_app
 from exporter.web.exposition import Exposition, render_snapshot
+from exporter.web.listen_address import ListenAddress, format_listen_address, parse_listen_address
+from exporter.web.live_config import LiveWebConfig, live_ssl_context
 from exporter.web.security import security_middlewares
 
 log = logging.getLogger("exporter")
@@ -37,6 +49,13 @@ CONFIG_ENV = "KCE_CONFIG_FILE"
 # Arguments, in the order --help lists them.
 
 
+def _log_level(value: str) -> LogLevel:
+    level = normalise_log_level(value)
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a log level; allowed: {', '.join(LOG_LEVELS)}")
+    return cast(LogLevel, level)
+
+
 def _config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
@@ -44,12 +63,51 @@ def _config_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get(CONFIG_ENV),
         help=f"YAML configuration file (default: ${CONFIG_ENV}); KCE_* variables override it",
     )
-    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=None)
+    parser.add_argument(
+        "--log.level",
+        "--log-level",
+        dest="log_level",
+        type=_log_level,
+        default=None,
+        metavar="LEVEL",
+        help=f"{' | '.join(LOG_LEVELS)}; upper case and WARNING work too (default: log_level, info)",
+    )
+    parser.add_argument(
+        "--log.format",
+        dest="log_format",
+        choices=get_args(LogFormat),
+        default=None,
+        help="log line format (default: log_format, logfmt)",
+    )
+
+
+def _listen_address(value: str) -> ListenAddress:
+    try:
+        return parse_listen_address(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _listen_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default=None, help="listen address (default: web.host)")
-    parser.add_argument("--port", type=int, default=None, help="listen port (default: web.port)")
+    parser.add_argument(
+        "--web.listen-address",
+        dest="listen_address",
+        type=_listen_address,
+        default=None,
+        metavar="[HOST]:PORT",
+        help="address to listen on: host:port, :port (every interface) or [IPv6]:port (default: web.host:web.port)",
+    )
+    parser.add_argument("--host", default=None, help="listen host; an alias of the host in --web.listen-address")
+    parser.add_argument(
+        "--port", type=int, default=None, help="listen port; an alias of the port in --web.listen-address"
+    )
+    parser.add_argument(
+        "--web.telemetry-path",
+        dest="telemetry_path",
+        default=None,
+        metavar="PATH",
+        help="path under which to serve the metrics (default: web.telemetry_path, /metrics)",
+    )
 
 
 def _web_config_argument(parser: argparse.ArgumentParser) -> None:
@@ -78,26 +136,37 @@ def _load(args: argparse.Namespace, *, web_config: bool) -> _Loaded | None:
     except (ConfigError, PolicyError) as exc:
         print(f"kafka-client-exporter: {exc}", file=sys.stderr)
         return None
-    _setup_logging(args.log_level or settings.log_level)
+    setup_logging(args.log_level or settings.log_level, args.log_format or settings.log_format)
     return _Loaded(settings, policy, serving)
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    # kafka-python logs every reconnect attempt at WARNING; our own per-broker state lines say it once.
-    logging.getLogger("kafka").setLevel(max(logging.getLevelName(level), logging.ERROR))
+@dataclass(frozen=True)
+class _Listen:
+    address: ListenAddress
+    telemetry_path: str
+    web_config_file: Path | None
 
 
-async def _serve(settings: Settings, policy: Policy, host: str, port: int, serving: WebServing) -> None:
-    exposition = Exposition(settings.collection.network_processor_label)
-    collection = CollectionLoop(settings, publish=exposition.publish, policy=policy)
+async def _serve(settings: Settings, policy: Policy, listen: _Listen, serving: WebServing) -> None:
+    exposition = Exposition(settings.collection.network_processor_label, settings.collection.stale_after_seconds)
+    collection = CollectionLoop(
+        settings, publish=exposition.publish, policy=policy, count_failed_cycle=exposition.count_failed_cycle
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(collection.run_forever(stop))
-    app = make_app(exposition, lambda: not task.done(), security_middlewares(serving))
+    web_config = LiveWebConfig(listen.web_config_file, serving)
+    app = make_app(exposition, lambda: not task.done(), security_middlewares(web_config), listen.telemetry_path)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port, ssl_context=serving.ssl_context).start()
-    log.info("kafka-client-exporter %s serving %s://%s:%d/metrics", __version__, serving.scheme, host, port)
+    host, port = listen.address
+    await web.TCPSite(runner, host, port, ssl_context=live_ssl_context(web_config)).start()
+    log.info(
+        "kafka-client-exporter %s serving %s://%s%s",
+        __version__,
+        serving.scheme,
+        format_listen_address(listen.address),
+        listen.telemetry_path,
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
@@ -128,13 +197,31 @@ def _broker_polls(snapshot: Snapshot) -> list[SourceResult]:
     return [r for r in snapshot.results if r.key.source in (SourceName.JMX, SourceName.API_VERSIONS)]
 
 
+def _listen(args: argparse.Namespace, settings: Settings) -> _Listen:
+    """Where and what to serve: the flags, else the settings. ConfigError for flags that contradict each other."""
+    if args.listen_address is not None and (args.host is not None or args.port is not None):
+        raise ConfigError("give --web.listen-address or its aliases --host/--port, not both")
+    address = args.listen_address or (
+        args.host or settings.web.host,
+        args.port if args.port is not None else settings.web.port,
+    )
+    try:
+        telemetry_path = check_telemetry_path(args.telemetry_path or settings.web.telemetry_path)
+    except ValueError as exc:
+        raise ConfigError(f"--web.telemetry-path: {exc}") from None
+    return _Listen(address, telemetry_path, args.web_config_file or settings.web.config_file)
+
+
 def serve(args: argparse.Namespace) -> int:
     loaded = _load(args, web_config=True)
     if loaded is None:
         return EXIT_CONFIG
-    host = args.host or loaded.settings.web.host
-    port = args.port if args.port is not None else loaded.settings.web.port
-    asyncio.run(_serve(loaded.settings, loaded.policy, host, port, loaded.serving))
+    try:
+        listen = _listen(args, loaded.settings)
+    except ConfigError as exc:
+        print(f"kafka-client-exporter: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    asyncio.run(_serve(loaded.settings, loaded.policy, listen, loaded.serving))
     return 0
 
 

@@ -41,8 +41,10 @@ class CollectionLoop:
         publish: Callable[[Snapshot], None] | None = None,
         clock: Callable[[], float] = time.time,
         policy: Policy | None = None,
+        count_failed_cycle: Callable[[], None] | None = None,
     ) -> None:
         self._settings = settings
+        self._count_failed_cycle = count_failed_cycle
         policy = policy if policy is not None else load_policy(settings.policy_file)
         self._judge = ClientJudge(policy, settings.collection.max_versions_per_cluster)
         self._publish = publish
@@ -55,6 +57,8 @@ class CollectionLoop:
         self._last_success: dict[SourceKey, float] = {}
         self._last_error: dict[SourceKey, str | None] = {}
         self._sequence = 0
+        self._last_traceback: str | None = None  # the error whose traceback was logged last in this run of failures
+        self._failed_in_a_row = 0
 
     # -- one cycle -------------------------------------------------------------------------------------
 
@@ -129,6 +133,7 @@ class CollectionLoop:
             last_success=self._last_success,
             clusters=tuple(c.name for c in self._settings.clusters),
             interval_seconds=self._settings.collection.interval_seconds,
+            stale_after_seconds=self._settings.collection.stale_after_seconds,
             clients=self._judge.judge(results),
             folded_total=self._judge.folded_total,
         )
@@ -142,6 +147,23 @@ class CollectionLoop:
         for key in [k for k in self._last_error if k not in current]:
             del self._last_error[key]
 
+    def _cycle_failed(self, error: Exception) -> None:
+        """Count a cycle that raised; the traceback is logged once per run of failures with the same error."""
+        if self._count_failed_cycle is not None:
+            self._count_failed_cycle()
+        self._failed_in_a_row += 1
+        described = f"{type(error).__name__}: {error}"
+        if described != self._last_traceback:
+            log.error("collection cycle failed; the served snapshot is not refreshed", exc_info=error)
+            self._last_traceback = described
+        else:
+            log.error("collection cycle failed again (%d in a row): %s", self._failed_in_a_row, described)
+
+    def _cycle_completed(self) -> None:
+        if self._failed_in_a_row:
+            log.info("collection cycles complete again after %d failed", self._failed_in_a_row)
+        self._last_traceback, self._failed_in_a_row = None, 0
+
     async def run_forever(self, stop: asyncio.Event) -> None:
         interval = self._settings.collection.interval_seconds
         while not stop.is_set():
@@ -152,8 +174,11 @@ class CollectionLoop:
                     # Rendering is CPU-bound; a worker thread keeps /metrics answering meanwhile.
                     await asyncio.to_thread(self._publish, snapshot)
                 log.debug("cycle %d took %.2f s", snapshot.sequence, snapshot.cycle_duration_seconds)
-            except Exception:  # a bug in one cycle must not end collection for good
-                log.exception("collection cycle failed")
+            except Exception as error:  # a bug in one cycle must not end collection for good
+                # Nothing is published: the served snapshot ages until exporter/freshness.py calls it stale.
+                self._cycle_failed(error)
+            else:
+                self._cycle_completed()
             # Cycles never overlap: a slow cycle delays the next one instead of piling JVMs up.
             remaining = interval - (time.monotonic() - started)
             if remaining > 0:

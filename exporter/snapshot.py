@@ -178,6 +178,10 @@ class Snapshot:
     interval_seconds: float = 0.0  # the configured collection interval, to judge cycle_duration_seconds by
     clients: tuple[JudgedClient, ...] = ()
     folded_total: Mapping[str, int] = field(default_factory=dict)
+    # The configured age past which this snapshot is stale (0: not configured), and whether it is served as
+    # stale: then its results are failed polls and its client rows are gone (exporter/freshness.py).
+    stale_after_seconds: float = 0.0
+    stale: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors_total", _frozen(self.errors_total))

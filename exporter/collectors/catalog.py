@@ -203,6 +203,24 @@ COLLECTION_INTERVAL = Family(
     "Configured pause between the starts of two collection cycles; a cycle_duration_seconds above it "
     "means collection cannot keep up.",
 )
+STALE_AFTER = Family(
+    "kafka_client_exporter_stale_after_seconds",
+    Kind.GAUGE,
+    "Configured age of the last completed collection cycle (collection.stale_after_intervals times the "
+    "interval) past which the data is stale: /healthz fails and client and broker series are withheld.",
+)
+SNAPSHOT_STALE = Family(
+    "kafka_client_exporter_snapshot_stale",
+    Kind.GAUGE,
+    "1 when the served snapshot is older than stale_after_seconds: no collection cycle has completed since, "
+    "so its client and broker series are withheld and every kafka_client_exporter_up is 0.",
+)
+CYCLE_FAILURES = Family(
+    "kafka_client_exporter_cycle_failures",
+    Kind.COUNTER,
+    "Collection cycles that raised instead of completing (an exporter bug; the log has the traceback). Such a "
+    "cycle publishes no snapshot, so the served one ages.",
+)
 
 CATALOG: tuple[Family, ...] = (
     BUILD_INFO,
@@ -226,5 +244,8 @@ CATALOG: tuple[Family, ...] = (
     SNAPSHOT_TIMESTAMP,
     CYCLE_DURATION,
     COLLECTION_INTERVAL,
+    STALE_AFTER,
+    SNAPSHOT_STALE,
+    CYCLE_FAILURES,
 )
 BY_SAMPLE_NAME: dict[str, Family] = {family.sample_name: family for family in CATALOG}

@@ -1,4 +1,5 @@
-"""The exporter's own families: build info, per-source poll health, and the age and pace of the snapshot."""
+"""The exporter's own families: build info, per-source poll health, the age, pace and freshness of the snapshot,
+and the failed cycles."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def health_families(snapshot: Snapshot) -> Iterator[Metric]:
     yield _single(catalog.SNAPSHOT_TIMESTAMP, snapshot.taken_at)
     yield _single(catalog.CYCLE_DURATION, snapshot.cycle_duration_seconds)
     yield _single(catalog.COLLECTION_INTERVAL, snapshot.interval_seconds)
+    yield _single(catalog.STALE_AFTER, snapshot.stale_after_seconds)
+    yield _single(catalog.SNAPSHOT_STALE, int(snapshot.stale))
+
+
+def cycle_failures(count: int) -> Metric:
+    """Counted by the collection loop as cycles fail, so rendered per scrape rather than from a snapshot."""
+    return _single(catalog.CYCLE_FAILURES, count)
 
 
 def _single(entry: catalog.Family, value: float) -> Metric:

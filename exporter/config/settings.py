@@ -230,12 +230,32 @@ class ClusterConfig(StrictModel):
         return bool(self.bootstrap_servers)
 
 
+DEFAULT_TELEMETRY_PATH = "/metrics"
+# Paths the exporter serves itself; the telemetry path must not hide one of them.
+RESERVED_PATHS = ("/", "/healthz", "/readyz", "/api/client-metrics")
+
+
+def check_telemetry_path(path: str) -> str:
+    """`path` when it can serve the metrics, else ValueError saying what is allowed."""
+    if not path.startswith("/") or any(c.isspace() or c in "?#" for c in path):
+        raise ValueError(f"{path!r} is not a URL path: it must start with '/' and hold no space, '?' or '#'")
+    if path in RESERVED_PATHS:
+        raise ValueError(f"{path!r} is taken by the exporter itself ({', '.join(RESERVED_PATHS)})")
+    return path
+
+
 class WebConfig(StrictModel):
     host: str = "0.0.0.0"
     port: int = Field(default=9784, ge=1, le=65535)
     config_file: Path | None = Field(
         default=None, description="exporter-toolkit web config (TLS, basic auth); --web.config.file overrides it"
     )
+    telemetry_path: str = Field(default=DEFAULT_TELEMETRY_PATH, description="--web.telemetry-path overrides it")
+
+    @field_validator("telemetry_path")
+    @classmethod
+    def _telemetry_path(cls, path: str) -> str:
+        return check_telemetry_path(path)
 
 
 class CollectionConfig(StrictModel):
@@ -252,6 +272,14 @@ class CollectionConfig(StrictModel):
     # Cardinality guard: distinct (software name, version) pairs per cluster exported as their own series;
     # the rest fold into client_software_version="other" (counts kept).
     max_versions_per_cluster: int = Field(default=300, ge=1, le=100000)
+    # Staleness limit in intervals, so it follows interval_seconds: past it /healthz answers 503 and /metrics
+    # withholds the client and broker series of the old snapshot. Above 1: one interval late is normal.
+    stale_after_intervals: float = Field(
+        default=3.0,
+        gt=1,
+        le=1000,
+        description="intervals without a completed cycle after which the served data counts as stale",
+    )
 
     @model_validator(mode="after")
     def _deadline_fits_interval(self) -> CollectionConfig:
@@ -265,6 +293,11 @@ class CollectionConfig(StrictModel):
                 )
         return self
 
+    @property
+    def stale_after_seconds(self) -> float:
+        """Age of the last completed cycle past which the exporter's data is stale."""
+        return self.stale_after_intervals * self.interval_seconds
+
 
 class JavaConfig(StrictModel):
     path: str = "java"
@@ -274,16 +307,36 @@ class JavaConfig(StrictModel):
     )
 
 
+# Prometheus' names (--log.level); the Python names the exporter took before are accepted too.
+LogLevel = Literal["debug", "info", "warn", "error"]
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "warn", "error")
+LogFormat = Literal["logfmt", "json"]
+
+
+def normalise_log_level(value: object) -> object:
+    """`warn` for `WARNING`/`warning`/`WARN`, and lower case for the others; anything else is left to fail."""
+    if not isinstance(value, str):
+        return value
+    lowered = value.lower()
+    return "warn" if lowered == "warning" else lowered
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True)
 
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: LogLevel = "info"
+    log_format: LogFormat = "logfmt"
     web: WebConfig = WebConfig()
     collection: CollectionConfig = CollectionConfig()
     java: JavaConfig = JavaConfig()
     # Version policy file extending/overriding the shipped default (docs/policy.md); unset: the default.
     policy_file: Path | None = None
     clusters: list[ClusterConfig] = Field(min_length=1)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _log_level(cls, value: object) -> object:
+        return normalise_log_level(value)
 
     @field_validator("clusters")
     @classmethod

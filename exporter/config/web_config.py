@@ -2,8 +2,8 @@
 
 Same keys, defaults and checks as Prometheus' exporter-toolkit, so a file written for node_exporter works here.
 Where Python's ssl module cannot do what Go's crypto/tls does, the key or value is rejected with the reason
-instead of being silently ignored. The file is read once at start-up (exporter-toolkit re-reads it per request):
-restart the exporter after rotating certificates or users.
+instead of being silently ignored. `serve` re-reads the file and the certificate files it names when they
+change, as exporter-toolkit does (exporter/web/live_config.py); this module reads and checks one version.
 """
 
 from __future__ import annotations
@@ -324,6 +324,18 @@ def _normalise_san(value: str) -> str:
         return ipaddress.ip_address(value).compressed
     except ValueError:
         return value
+
+
+def watched_files(path: Path) -> tuple[Path, ...]:
+    """The web config file and the files its tls_server_config names, as far as the file can be read now:
+    a change to any of them is a change of the web config."""
+    try:
+        document = _read_document(path)
+    except WebConfigError:
+        return (path,)
+    tls = document.get("tls_server_config")
+    named = [tls.get(key) for key in ("cert_file", "key_file", "client_ca_file")] if isinstance(tls, dict) else []
+    return (path, *(_resolve(Path(name), path.parent) for name in named if isinstance(name, str) and name))
 
 
 def load_web_config(path: Path | None) -> WebServing:

@@ -1,4 +1,5 @@
-"""HTTP layer (aiohttp): /metrics, the status page, /healthz and /readyz. It only reads snapshots."""
+"""HTTP layer (aiohttp): /metrics (or --web.telemetry-path), the status page, /healthz and /readyz. It only reads
+snapshots, as the Exposition serves them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from collections.abc import Callable, Sequence
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from exporter.config.settings import DEFAULT_TELEMETRY_PATH
 from exporter.web.exposition import Exposition, negotiate, wants_gzip
 from exporter.web.status_page import render_status_page
 
 EXPOSITION_KEY = web.AppKey("exposition", Exposition)
 # AppKey wants a class; a callable type is only spelled in the annotation.
 ALIVE_KEY: web.AppKey[Callable[[], bool]] = web.AppKey("alive")
+TELEMETRY_PATH_KEY = web.AppKey("telemetry_path", str)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -28,9 +31,18 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    if request.app[ALIVE_KEY]():
-        return web.Response(text="ok\n")
-    return web.Response(status=503, text="collection loop is not running\n")
+    """Liveness: the loop runs and completes cycles. A cycle with every broker down completes; only the
+    exporter's own cycles raising or hanging past the staleness limit fail this probe (a restart may help)."""
+    if not request.app[ALIVE_KEY]():
+        return web.Response(status=503, text="collection loop is not running\n")
+    freshness = request.app[EXPOSITION_KEY].freshness()
+    if freshness.stale:
+        return web.Response(
+            status=503,
+            text=f"stale: {freshness.describe()}, over the {freshness.limit_seconds:g} s limit "
+            "(collection.stale_after_intervals)\n",
+        )
+    return web.Response(text="ok\n")
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -41,7 +53,7 @@ async def readyz(request: web.Request) -> web.Response:
 
 async def client_metrics_json(request: web.Request) -> web.Response:
     """Subscriptions with their full metric and match lists, which stay out of Prometheus labels."""
-    snapshot = request.app[EXPOSITION_KEY].snapshot
+    snapshot = request.app[EXPOSITION_KEY].view()
     readings = snapshot.client_metrics_by_cluster() if snapshot is not None else {}
     body = {
         cluster: {
@@ -57,18 +69,23 @@ async def client_metrics_json(request: web.Request) -> web.Response:
 
 
 async def landing(request: web.Request) -> web.Response:
-    page = render_status_page(request.app[EXPOSITION_KEY].snapshot, time.time())
+    exposition = request.app[EXPOSITION_KEY]
+    page = render_status_page(exposition.view(), time.time(), request.app[TELEMETRY_PATH_KEY])
     return web.Response(text=page, content_type="text/html")
 
 
 def make_app(
-    exposition: Exposition, is_alive: Callable[[], bool], middlewares: Sequence[Middleware] = ()
+    exposition: Exposition,
+    is_alive: Callable[[], bool],
+    middlewares: Sequence[Middleware] = (),
+    telemetry_path: str = DEFAULT_TELEMETRY_PATH,
 ) -> web.Application:
     app = web.Application(middlewares=middlewares)
     app[EXPOSITION_KEY] = exposition
     app[ALIVE_KEY] = is_alive
+    app[TELEMETRY_PATH_KEY] = telemetry_path
     app.router.add_get("/", landing)
-    app.router.add_get("/metrics", metrics)
+    app.router.add_get(telemetry_path, metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/client-metrics", client_metrics_json)

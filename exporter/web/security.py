@@ -1,7 +1,8 @@
 """Request-time enforcement of the web config: basic auth, allowed client-certificate SANs, response headers.
 
-/healthz and /readyz stay open: they say only "ok"/"ready", and a kubelet probe cannot send credentials without
-writing them into the pod spec. Every other path (/metrics, the landing page with its inventory) is protected.
+/healthz and /readyz stay open: they say only whether collection is alive and ready (and how old its data is),
+and a kubelet probe cannot send credentials without writing them into the pod spec. Every other path (/metrics,
+the landing page with its inventory) is protected.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from aiohttp import BasicAuth, hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
 from exporter.config.web_config import WebServing
+from exporter.web.live_config import LiveWebConfig
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 # Enough for every scraper and user of one exporter; a full cache is simply emptied.
@@ -85,15 +87,35 @@ def _unauthorized() -> web.Response:
     return web.Response(status=401, text="Unauthorized\n", headers={hdrs.WWW_AUTHENTICATE: "Basic"})
 
 
-def security_middlewares(serving: WebServing) -> list[Middleware]:
-    """The aiohttp middleware enforcing `serving`, or none when the web config asks for nothing per request."""
-    if not (serving.users or serving.headers or serving.allowed_sans is not None):
-        return []
-    authenticator = BasicAuthenticator(serving.users) if serving.users else None
+class _Authenticators:
+    """The authenticator of the web config in use: a reload starts a new one (and forgets remembered logins)."""
 
-    async def respond(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def __init__(self) -> None:
+        self._serving: WebServing | None = None
+        self._authenticator: BasicAuthenticator | None = None
+
+    def of(self, serving: WebServing) -> BasicAuthenticator | None:
+        if serving is not self._serving:
+            self._serving = serving
+            self._authenticator = BasicAuthenticator(serving.users) if serving.users else None
+        return self._authenticator
+
+
+def _asks_nothing_per_request(serving: WebServing) -> bool:
+    return not (serving.users or serving.headers or serving.allowed_sans is not None)
+
+
+def security_middlewares(config: LiveWebConfig) -> list[Middleware]:
+    """The aiohttp middleware enforcing the current web config; none when it cannot change and asks for
+    nothing per request."""
+    if not config.reloads and _asks_nothing_per_request(config.current()):
+        return []
+    authenticators = _Authenticators()
+
+    async def respond(request: web.Request, handler: Handler, serving: WebServing) -> web.StreamResponse:
         if serving.allowed_sans is not None and not _peer_sans(request) & serving.allowed_sans:
             return web.Response(status=403, text="client certificate has none of the allowed SANs\n")
+        authenticator = authenticators.of(serving)
         if authenticator is not None and request.path not in OPEN_PATHS:
             authorized = await authenticator.verify(request.headers.get(hdrs.AUTHORIZATION))
             if not authorized:
@@ -102,8 +124,9 @@ def security_middlewares(serving: WebServing) -> list[Middleware]:
 
     @web.middleware
     async def web_config_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        serving = config.current()
         try:
-            response = await respond(request, handler)
+            response = await respond(request, handler, serving)
         except web.HTTPException as exc:  # 404s and other responses raised by aiohttp itself
             exc.headers.update(serving.headers)
             raise

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from exporter import __version__
+from exporter.config.settings import DEFAULT_TELEMETRY_PATH
 from exporter.snapshot import (
     CLUSTER_BROKER,
     FOLDED_VERSION,
@@ -24,8 +25,8 @@ from exporter.snapshot import (
 )
 from exporter.templating import template_environment
 
+# After the metrics, which are at --web.telemetry-path.
 LINKS = (
-    ("/metrics", "metrics"),
     ("/api/client-metrics", "client-metrics subscriptions (JSON)"),
     ("/healthz", "healthz"),
     ("/readyz", "readyz"),
@@ -34,17 +35,18 @@ LINKS = (
 FOLDED_NAMES_SHOWN = 20
 
 _TEMPLATES = template_environment("exporter.web")
-_TEMPLATES.globals.update(
-    version=__version__, links=LINKS, folded_version=FOLDED_VERSION, folded_names_shown=FOLDED_NAMES_SHOWN
-)
+_TEMPLATES.globals.update(version=__version__, folded_version=FOLDED_VERSION, folded_names_shown=FOLDED_NAMES_SHOWN)
 
 
-def render_status_page(snapshot: Snapshot | None, now: float) -> str:
-    """The whole page for `snapshot` (None before the first collection cycle has finished) as seen at `now`."""
+def render_status_page(snapshot: Snapshot | None, now: float, telemetry_path: str = DEFAULT_TELEMETRY_PATH) -> str:
+    """The whole page for `snapshot` as served (None before the first collection cycle has finished; its stale
+    view once it is too old) as seen at `now`."""
     template = _TEMPLATES.get_template("status_page.html")
+    links = ((telemetry_path, "metrics"), *LINKS)
     if snapshot is None:
-        return template.render(health=None, clusters=())
+        return template.render(links=links, health=None, clusters=())
     return template.render(
+        links=links,
         health=_health(snapshot, now),
         clusters=[_cluster(snapshot, cluster) for cluster in snapshot.clusters],
     )
@@ -63,22 +65,26 @@ class _Health:
     interval: str
     overrun: bool
     folded_total: int
+    stale: bool
+    stale_after: str
 
 
 def _health(snapshot: Snapshot, now: float) -> _Health:
     age = max(0.0, now - snapshot.taken_at)
-    # The cached snapshot is stale once it is older than two intervals plus the cycle itself.
-    stale = snapshot.interval_seconds > 0 and age > 2 * snapshot.interval_seconds + snapshot.cycle_duration_seconds
+    # Past half the staleness limit a snapshot is late: worth a colour before it is withheld.
+    late = snapshot.stale or (snapshot.stale_after_seconds > 0 and age > snapshot.stale_after_seconds / 2)
     overrun = snapshot.interval_seconds > 0 and snapshot.cycle_duration_seconds > snapshot.interval_seconds
     return _Health(
         age=f"{age:.1f}",
-        age_css=_flag(stale),
+        age_css="bad" if snapshot.stale else _flag(late),
         sequence=snapshot.sequence,
         taken=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snapshot.taken_at)),
         cycle_duration=f"{snapshot.cycle_duration_seconds:.2f}",
         interval=f"{snapshot.interval_seconds:g} s" if snapshot.interval_seconds > 0 else "not configured",
         overrun=overrun,
         folded_total=sum(snapshot.folded_total.values()),
+        stale=snapshot.stale,
+        stale_after=f"{snapshot.stale_after_seconds:g} s",
     )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from exporter import __version__
 from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.exporter_process import running_exporter, write_config
+from kafka_double.exporter_process import checkout_env, running_exporter, write_config
 from kafka_double.mbean_host import free_port
 
 pytestmark = pytest.mark.slow
@@ -71,6 +74,42 @@ def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp
     assert daemon.returncode == 0
     assert daemon.stderr is not None
     assert "stopping" in daemon.stderr.read()
+
+
+def wait_ready(base: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if get(f"{base}/readyz")[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{base}/readyz did not answer 200 within 30 s")
+
+
+def test_serve_takes_the_prometheus_flags(double: DoubleCluster, tmp_path: Path) -> None:
+    config = config_for(tmp_path, {1: double.broker(1).jmx_url})
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    flags = ["--web.listen-address", f"127.0.0.1:{port}", "--web.telemetry-path", "/prom"]
+    command = [*EXPORTER, "serve", "--config", str(config), *flags, "--log.format", "json", "--log.level", "DEBUG"]
+    daemon = subprocess.Popen(command, env=checkout_env(), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_ready(base)
+        status, _, body = get(f"{base}/prom")
+        assert status == 200 and 'kafka_client_exporter_up{broker="1",cluster="local",source="jmx"} 1.0' in body
+        assert get(f"{base}/metrics")[0] == 404
+        assert "<a href='/prom'>metrics</a>" in get(f"{base}/")[2]
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        _, stderr = daemon.communicate(timeout=15)
+    assert daemon.returncode == 0, stderr
+    lines = [json.loads(line) for line in stderr.splitlines()]
+    assert all({"ts", "level", "logger", "msg"} <= set(line) for line in lines)
+    serving = f"kafka-client-exporter {__version__} serving {base}/prom"
+    assert [(line["level"], line["logger"]) for line in lines if line["msg"] == serving] == [("info", "exporter")]
+    assert any(line["level"] == "debug" for line in lines)
 
 
 def test_collect_once_prints_and_fails_only_when_every_broker_fails(double: DoubleCluster, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from aiohttp import web
 from exporter.config.web_config import WebServing, load_web_config
 from exporter.web.app import make_app
 from exporter.web.exposition import Exposition
+from exporter.web.live_config import LiveWebConfig, live_ssl_context
 from exporter.web.security import security_middlewares
 
 
@@ -60,19 +61,20 @@ def client_context(pki: Pki, client: trustme.LeafCert | None = None, **versions:
 
 
 @contextlib.contextmanager
-def served(serving: WebServing) -> Iterator[str]:
+def served(serving: WebServing | LiveWebConfig) -> Iterator[str]:
     """The exporter's app (no snapshot yet) behind `serving`, on an ephemeral port; yields the base URL."""
+    config = serving if isinstance(serving, LiveWebConfig) else LiveWebConfig(None, serving)
     loop = asyncio.new_event_loop()
-    app = make_app(Exposition(), lambda: True, security_middlewares(serving))
+    app = make_app(Exposition(), lambda: True, security_middlewares(config))
     runner = web.AppRunner(app, access_log=None)
     loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=serving.ssl_context)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=live_ssl_context(config))
     loop.run_until_complete(site.start())
     port = runner.addresses[0][1]
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:
-        yield f"{serving.scheme}://localhost:{port}"
+        yield f"{config.current().scheme}://localhost:{port}"
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
@@ -82,7 +84,8 @@ def served(serving: WebServing) -> Iterator[str]:
 
 @contextlib.contextmanager
 def served_from(path: Path) -> Iterator[str]:
-    with served(load_web_config(path)) as url:
+    """Served as `serve --web.config.file path` does, checking the files for changes at every request."""
+    with served(LiveWebConfig(path, load_web_config(path), check_every=0)) as url:
         yield url
 
 

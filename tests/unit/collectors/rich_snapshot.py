@@ -102,4 +102,5 @@ def rich_snapshot() -> Snapshot:
         interval_seconds=30.0,
         clients=clients,
         folded_total={"prod": 2},
+        stale_after_seconds=90.0,
     )

@@ -72,11 +72,11 @@ def test_password_from_file_is_secret(tmp_path: Path) -> None:
         (VALID.replace('jmx_url: "service', 'jmx_url: "http'), "is not a JMX service URL"),
         (
             VALID + "colection: {}\n",
-            "colection: unknown field; allowed: clusters, collection, java, log_level, policy_file, web",
+            "colection: unknown field; allowed: clusters, collection, java, log_format, log_level, policy_file, web",
         ),
         (VALID.replace("jmx: {port: 9999}", "jmx: {prot: 9999}"), "clusters.0.jmx.prot: unknown field; allowed:"),
         ("clusters: []\n", "clusters: List should have at least 1 item"),
-        ("log_level: LOUD\n" + VALID, "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
+        ("log_level: LOUD\n" + VALID, "log_level: Input should be 'debug', 'info', 'warn' or 'error'"),
         (
             "clusters:\n  - name: x\n    bootstrap_servers: [a:1]\n    jmx: {username: u}\n",
             "jmx is set but has no port",

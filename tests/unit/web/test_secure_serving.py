@@ -14,6 +14,7 @@ import trustme
 
 from exporter.config.web_config import WebServing
 from exporter.web import security as web_security
+from exporter.web.live_config import LiveWebConfig
 from exporter.web.security import BasicAuthenticator
 from tests.support.web import Pki, basic, client_context, get, make_pki, served, served_from, write_web_config
 
@@ -166,6 +167,6 @@ def test_a_verified_login_is_remembered_and_a_failed_one_is_not(monkeypatch: pyt
 
 
 def test_plain_serving_adds_no_middleware() -> None:
-    assert web_security.security_middlewares(WebServing()) == []
+    assert web_security.security_middlewares(LiveWebConfig(None, WebServing())) == []
     with served(WebServing()) as url:
         assert get(f"{url}/metrics")[0] == 200

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from exporter.freshness import judge_freshness, stale_view
 from exporter.snapshot import (
     BrokerFacts,
     ClientMetricsReading,
+    JmxReading,
     JudgedClient,
     Snapshot,
     SourceKey,
@@ -190,11 +192,32 @@ def test_brokers_show_release_and_every_source_status_with_the_error() -> None:
     assert health[1]["cycle-duration"] == "1.25 s of a 30 s interval"
 
 
-def test_an_overrunning_cycle_and_a_stale_snapshot_are_flagged() -> None:
-    page = render_status_page(snapshot(cycle_duration_seconds=45.0), NOW + 200)
+def test_an_overrunning_cycle_and_a_late_snapshot_are_flagged() -> None:
+    # Past half the 90 s staleness limit, not yet over it.
+    page = render_status_page(snapshot(cycle_duration_seconds=45.0, stale_after_seconds=90.0), NOW + 40)
     health = tables_of(page)["exporter-health"]
     assert health[1]["cycle-duration"].endswith("(longer than the interval)")
-    assert page.count("class='warn'") >= 2
+    assert page.count("class='warn'") == 2
+    assert "id='stale'" not in page
+
+
+def test_a_stale_view_says_so_and_shows_no_inventory() -> None:
+    results = (SourceResult(SourceKey("prod", "1", "jmx"), True, 0.5, NOW, reading=JmxReading()),)
+    fresh = snapshot((row("1", "librdkafka", "2.3.0", 4),), results, stale_after_seconds=90.0)
+    freshness = judge_freshness(fresh, 0.0, 90.0, NOW + 100)
+    page = render_status_page(stale_view(fresh, freshness), NOW + 100)
+    assert "Stale: no collection cycle has completed for 112.5 s, over the 90 s limit." in page
+    assert "librdkafka" not in page
+    tables = tables_of(page)
+    jmx = tables["brokers-prod"][0]["jmx"]
+    assert jmx.startswith("down: stale")
+    assert jmx.endswith("cycle is 112 s old, over the 90 s limit: its data is withheld")
+    assert "class='bad'>112.5 s old" in page
+
+
+def test_the_metrics_link_follows_the_telemetry_path() -> None:
+    for page in (render_status_page(None, NOW, "/prom"), render_status_page(snapshot(), NOW, "/prom")):
+        assert "<a href='/prom'>metrics</a>" in page and "href='/metrics'" not in page
 
 
 def test_subscriptions_are_listed_with_the_rpc_used() -> None:
