@@ -98,7 +98,7 @@ def test_serve_takes_the_prometheus_flags(double: DoubleCluster, tmp_path: Path)
     try:
         wait_ready(base)
         status, _, body = get(f"{base}/prom")
-        assert status == 200 and 'kafka_client_exporter_up{broker="1",cluster="local",source="jmx"} 1.0' in body
+        assert status == 200 and 'kafka_client_exporter_up{broker="1",kafka_cluster="local",source="jmx"} 1.0' in body
         assert get(f"{base}/metrics")[0] == 404
         assert "<a href='/prom'>metrics</a>" in get(f"{base}/")[2]
     finally:

@@ -81,7 +81,8 @@ def test_the_exposition_serves_the_stale_view_once_the_snapshot_is_too_old() -> 
     exposition = Exposition(stale_after_seconds=90.0, clock=clock)
     exposition.publish(rich_snapshot())
     fresh = series_of(exposition.render(openmetrics=False))
-    assert {"kafka_client_connections", "kafka_broker_info", "kafka_client_metrics_subscriptions"} <= names(fresh)
+    withheld = {"kafka_client_connections", "kafka_broker_release_info", "kafka_client_metrics_subscriptions"}
+    assert withheld <= names(fresh)
     assert fresh[("kafka_client_exporter_snapshot_stale", ())] == 0
 
     clock.now += 91
@@ -91,7 +92,7 @@ def test_the_exposition_serves_the_stale_view_once_the_snapshot_is_too_old() -> 
             "kafka_client_connections",
             "kafka_client_policy_violation_connections",
             "kafka_client_deprecated_requests_total",
-            "kafka_broker_info",
+            "kafka_broker_release_info",
             "kafka_broker_api_version_max",
             "kafka_client_metrics_subscriptions",
             "kafka_client_exporter_api_supported",
@@ -195,7 +196,8 @@ def test_when_every_cycle_raises_healthz_fails_and_no_client_series_are_served(
             )
             series = series_of((await get("/metrics"))[1].encode())
             assert "kafka_client_connections" not in names(series)
-            assert series[("kafka_client_exporter_up", (("broker", "1"), ("cluster", "c"), ("source", "jmx")))] == 0
+            up = ("kafka_client_exporter_up", (("broker", "1"), ("kafka_cluster", "c"), ("source", "jmx")))
+            assert series[up] == 0
             assert series[("kafka_client_exporter_snapshot_stale", ())] == 1
             assert series[("kafka_client_exporter_snapshot_timestamp_seconds", ())] == 5000.0
             # Still ready: a pod taken out of the Service would stop being scraped, and the alert with it.
