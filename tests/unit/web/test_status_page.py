@@ -112,6 +112,13 @@ def test_hostile_names_and_error_messages_are_escaped() -> None:
     assert tables_of(page)["brokers-prod"][0]["host"] == "<h>"
 
 
+def test_each_cluster_section_names_its_kafka_cluster_label() -> None:
+    results = (SourceResult(SourceKey("prod", "1", "api_versions"), True, 0.1, NOW, reading=facts("k1", "4.1.0")),)
+    page = render_status_page(snapshot((), results), NOW)
+    # The label value to paste into PromQL: the series carry kafka_cluster, not cluster.
+    assert "Kafka cluster prod <code class='muted'>kafka_cluster=&quot;prod&quot;</code>" in page
+
+
 class Markup(HTMLParser):
     """Every tag and attribute name on a page, and the title attributes by data-col (by tag where there is none)."""
 
