@@ -54,18 +54,18 @@ def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterat
             suite_full.add_metric([cluster, broker, suite.listener, suite.network_processor], int(suite.full))
 
     blocking = catalog.UPGRADE_BLOCKING_REQUESTS.new()
-    for row in snapshot.blocking_requests:
+    for blocked in snapshot.blocking_requests:
         blocking.add_metric(
             [
-                row.cluster,
-                row.broker,
-                row.request,
-                row.version,
-                row.software_name,
-                row.software_version,
-                row.target_release,
+                blocked.cluster,
+                blocked.broker,
+                blocked.request,
+                blocked.version,
+                blocked.software_name,
+                blocked.software_version,
+                blocked.target_release,
             ],
-            row.count,
+            blocked.count,
         )
 
     folded = catalog.SERIES_FOLDED.new()
