@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from exporter.config.settings import Settings
 from exporter.judging.clients import ClientJudge
+from exporter.judging.upgrade import UpgradeJudge
 from exporter.policy import Policy, load_policy
 from exporter.snapshot import Reading, Snapshot, SourceKey, SourceResult
 from exporter.sources.base import Poll, Source, SourceError, SourceName
@@ -47,6 +48,7 @@ class CollectionLoop:
         self._count_failed_cycle = count_failed_cycle
         policy = policy if policy is not None else load_policy(settings.policy_file)
         self._judge = ClientJudge(policy, settings.collection.max_versions_per_cluster)
+        self._upgrade_judge = UpgradeJudge(settings.policy.target_release)
         self._publish = publish
         self._clock = clock
         # Per configured cluster, in the order of the configuration.
@@ -136,6 +138,7 @@ class CollectionLoop:
             stale_after_seconds=self._settings.collection.stale_after_seconds,
             clients=self._judge.judge(results),
             folded_total=self._judge.folded_total,
+            blocking_requests=self._upgrade_judge.judge(results),
         )
 
     def _forget_gone(self, current: set[SourceKey]) -> None:

@@ -44,7 +44,7 @@ def judge_freshness(snapshot: Snapshot | None, started_at: float, limit_seconds:
 
 
 def stale_view(snapshot: Snapshot, freshness: Freshness) -> Snapshot:
-    """`snapshot` as served once stale: every poll failed with STALE_REASON, no readings, no client rows.
+    """`snapshot` as served once stale: every poll failed with STALE_REASON, no readings, no client or blocking rows.
 
     Counters (errors, folded series), last-success times and the snapshot's own time are kept, so the age of
     the data and what happened before stay visible."""
@@ -53,4 +53,4 @@ def stale_view(snapshot: Snapshot, freshness: Freshness) -> Snapshot:
         SourceResult(r.key, False, r.duration_seconds, r.finished_at, error_reason=STALE_REASON, error_message=message)
         for r in snapshot.results
     )
-    return replace(snapshot, results=results, clients=(), stale=True)
+    return replace(snapshot, results=results, clients=(), blocking_requests=(), stale=True)

@@ -125,6 +125,20 @@ class JudgedClient:
     unparseable: bool = False  # a version rule applies but the version did not parse (never guessed)
 
 
+@dataclass(frozen=True, slots=True)
+class BlockingRequests:
+    """A DeprecatedRequestsPerSec count of one broker whose request version ``target_release`` no longer serves."""
+
+    cluster: str
+    broker: str
+    request: str
+    version: str
+    software_name: str
+    software_version: str
+    count: int
+    target_release: str
+
+
 # What one poll of one source can produce.
 Reading = JmxReading | BrokerFacts | ClientMetricsReading
 ReadingT = TypeVar("ReadingT", JmxReading, BrokerFacts, ClientMetricsReading)
@@ -178,6 +192,8 @@ class Snapshot:
     interval_seconds: float = 0.0  # the configured collection interval, to judge cycle_duration_seconds by
     clients: tuple[JudgedClient, ...] = ()
     folded_total: Mapping[str, int] = field(default_factory=dict)
+    # The deprecated requests of this cycle's JMX readings that the configured target release rejects.
+    blocking_requests: tuple[BlockingRequests, ...] = ()
     # The configured age past which this snapshot is stale (0: not configured), and whether it is served as
     # stale: then its results are failed polls and its client rows are gone (exporter/freshness.py).
     stale_after_seconds: float = 0.0

@@ -61,7 +61,8 @@ BUILD_INFO = Family(
     "kafka_client_exporter_build_info", Kind.GAUGE, "Version of kafka-client-exporter; always 1.", ("version",)
 )
 
-# Clients (KIP-511 gauges as judged and folded, KIP-896 deprecated requests, full gauge suites).
+# Clients (KIP-511 gauges as judged and folded, KIP-896 deprecated requests and those blocking the upgrade target,
+# full gauge suites).
 POLICY_VIOLATION_CONNECTIONS = Family(
     "kafka_client_policy_violation_connections",
     Kind.GAUGE,
@@ -88,12 +89,22 @@ CONNECTIONS = Family(
     _CLIENT,
     per_processor_opt_in=True,
 )
+DEPRECATED_MBEAN = "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec"
+_DEPRECATED = (KAFKA_CLUSTER, "broker", "request", "version", "client_software_name", "client_software_version")
 DEPRECATED_REQUESTS = Family(
     "kafka_client_deprecated_requests",
     Kind.COUNTER,
-    "Requests in API versions deprecated by KIP-896 per client software, from JMX "
-    "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec attribute Count (brokers 3.7-3.9).",
-    (KAFKA_CLUSTER, "broker", "request", "version", "client_software_name", "client_software_version"),
+    f"Requests at API versions the broker's release marks deprecated (KIP-896), per client software, from JMX "
+    f"{DEPRECATED_MBEAN} attribute Count (brokers 3.7-3.9 only). Not all of them fail on 4.x: "
+    "kafka_client_upgrade_blocking_requests_total holds those that do.",
+    _DEPRECATED,
+)
+UPGRADE_BLOCKING_REQUESTS = Family(
+    "kafka_client_upgrade_blocking_requests",
+    Kind.COUNTER,
+    f"The kafka_client_deprecated_requests_total series (JMX {DEPRECATED_MBEAN} attribute Count) whose API "
+    "version target_release (policy.target_release) no longer serves: these clients fail after that upgrade.",
+    (*_DEPRECATED, "target_release"),
 )
 CLIENT_SUITE_FULL = Family(
     "kafka_client_exporter_client_suite_full",
@@ -228,6 +239,7 @@ CATALOG: tuple[Family, ...] = (
     SERIES_FOLDED,
     CONNECTIONS,
     DEPRECATED_REQUESTS,
+    UPGRADE_BLOCKING_REQUESTS,
     CLIENT_SUITE_FULL,
     BROKER_RELEASE_INFO,
     API_VERSION_MIN,

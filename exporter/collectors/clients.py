@@ -1,5 +1,5 @@
 """Client families: connections and policy violations of the judged clients, folded pairs, KIP-896 deprecated
-requests and full gauge suites."""
+requests and those the upgrade target rejects, and full gauge suites."""
 
 from __future__ import annotations
 
@@ -53,7 +53,22 @@ def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterat
         for suite in jmx.suites:
             suite_full.add_metric([cluster, broker, suite.listener, suite.network_processor], int(suite.full))
 
+    blocking = catalog.UPGRADE_BLOCKING_REQUESTS.new()
+    for blocked in snapshot.blocking_requests:
+        blocking.add_metric(
+            [
+                blocked.cluster,
+                blocked.broker,
+                blocked.request,
+                blocked.version,
+                blocked.software_name,
+                blocked.software_version,
+                blocked.target_release,
+            ],
+            blocked.count,
+        )
+
     folded = catalog.SERIES_FOLDED.new()
     for cluster in snapshot.clusters:
         folded.add_metric([cluster], snapshot.folded_total.get(cluster, 0))
-    yield from (violations, folded, connections, deprecated, suite_full)
+    yield from (violations, folded, connections, deprecated, blocking, suite_full)

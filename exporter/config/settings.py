@@ -17,6 +17,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, YamlConfigSettin
 
 from exporter.config.schema import ConfigError, ErrorFormat, StrictModel, format_validation_error
 from exporter.config.yaml_file import parse_mapping, read_text
+from exporter.kafka_releases.table import UnknownReleaseError
+from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, check_target_release
 
 ENV_PREFIX = "KCE_"
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
@@ -307,6 +309,24 @@ class JavaConfig(StrictModel):
     )
 
 
+class PolicyConfig(StrictModel):
+    """How connected clients are judged beyond the version policy file (``policy_file``)."""
+
+    target_release: str = Field(
+        default=DEFAULT_TARGET_RELEASE,
+        description="Kafka release the deprecated requests are judged against "
+        "(kafka_client_upgrade_blocking_requests_total); any release of api_versions_by_release.csv",
+    )
+
+    @field_validator("target_release")
+    @classmethod
+    def _known_release(cls, release: str) -> str:
+        try:
+            return check_target_release(release)
+        except UnknownReleaseError as exc:
+            raise ValueError(str(exc)) from None
+
+
 # Prometheus' names (--log.level); the Python names the exporter took before are accepted too.
 LogLevel = Literal["debug", "info", "warn", "error"]
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "warn", "error")
@@ -331,6 +351,7 @@ class Settings(BaseSettings):
     java: JavaConfig = JavaConfig()
     # Version policy file extending/overriding the shipped default (docs/policy.md); unset: the default.
     policy_file: Path | None = None
+    policy: PolicyConfig = PolicyConfig()
     clusters: list[ClusterConfig] = Field(min_length=1)
 
     @field_validator("log_level", mode="before")

@@ -187,3 +187,10 @@ def api_name(api_key: int) -> str:
 def api_keys_by_enum_name() -> dict[str, int]:
     """Every enum spelling any release used (ListOffset/ListOffsets, AlterIsr/AlterPartition, ...) -> key."""
     return {enum_name(row.api_name): row.api_key for row in rows()}
+
+
+@functools.cache
+def api_keys_by_name() -> dict[str, int]:
+    """Every spec name any release used (ListOffset/ListOffsets, AlterIsr/AlterPartition, ...) -> key: the
+    ``request`` tag of the broker's RequestMetrics MBeans."""
+    return {row.api_name: row.api_key for row in rows()}

@@ -7,8 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
-from exporter.kafka_releases import table
-from exporter.request_logs import DEFAULT_TARGET_RELEASE
+from exporter.kafka_releases.table import UnknownReleaseError
+from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, check_target_release
 
 EXIT_USAGE = 2
 log = logging.getLogger("exporter.request_logs")
@@ -62,8 +62,8 @@ def _spark_conf(pairs: list[str]) -> dict[str, str]:
 
 def _check_target_release(release: str) -> None:
     try:
-        table.ranges(release)
-    except table.UnknownReleaseError as exc:
+        check_target_release(release)
+    except UnknownReleaseError as exc:
         raise ValueError(f"--target-release: {exc}") from exc
 
 

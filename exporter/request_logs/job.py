@@ -13,8 +13,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from exporter.kafka_releases import table
+from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgrade_target
 from exporter.policy import Policy, load_policy
-from exporter.request_logs import DEFAULT_TARGET_RELEASE, output, parse, report, tables, upgrade
+from exporter.request_logs import output, parse, report, tables, upgrade
 from exporter.request_logs.progress import ProgressLogger
 
 log = logging.getLogger("exporter.request_logs")
@@ -73,7 +74,7 @@ def _api_names(spark: SparkSession) -> DataFrame:
 
 
 def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str, policy: Policy) -> InventoryTables:
-    ranges = table.ranges(target_release)
+    target = upgrade_target(target_release)
     parsed = parse.parse_lines(parse.read_lines(spark, inputs))
     groups = tables.line_groups(parsed).persist(StorageLevel.MEMORY_AND_DISK)
     spark.sparkContext.setJobDescription("pass 1: parse every line, group by connection, client and API")
@@ -87,14 +88,14 @@ def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str
         usage=usage,
         clients=clients,
         api_usage=api_usage,
-        upgrade_impact=upgrade.upgrade_impact(spark, clients, usage, api_usage, target_release, ranges, policy),
+        upgrade_impact=upgrade.upgrade_impact(spark, clients, usage, api_usage, target, policy),
         group_protocols=tables.group_protocols(usage),
         malformed=tables.malformed(groups),
     )
 
 
 def _report_data(built: InventoryTables, target_release: str, totals: dict[str, int]) -> report.ReportData:
-    ranges = table.ranges(target_release)
+    target = upgrade_target(target_release)
     software = (
         built.clients.groupBy("software_name", "software_version")
         .agg(F.count(F.lit(1)).alias("clients"))
@@ -138,10 +139,6 @@ def _report_data(built: InventoryTables, target_release: str, totals: dict[str, 
     groups = built.group_protocols.orderBy(F.desc("requests")).limit(REPORT_TOP).collect()
     bad = built.malformed.select("reason", "lines").distinct().orderBy(F.desc("lines")).collect()
 
-    def blocks(api_key: int, version: int) -> bool:
-        served = ranges.get(api_key)
-        return served is None or version < served.min_version
-
     return report.ReportData(
         target_release=target_release,
         lines=totals["lines"],
@@ -166,7 +163,9 @@ def _report_data(built: InventoryTables, target_release: str, totals: dict[str, 
             for r in blockers
         ],
         api_versions=[
-            report.Bar(f"{r.api_name or r.api_key} v{r.api_version}", r.requests, blocks(r.api_key, r.api_version))
+            report.Bar(
+                f"{r.api_name or r.api_key} v{r.api_version}", r.requests, target.blocks(r.api_key, r.api_version)
+            )
             for r in versions
         ],
         policy_rows=[(r.reason, r.software_name, r.software_version, str(r.clients), r.detail) for r in policy],
@@ -195,7 +194,7 @@ def _totals(built: InventoryTables) -> dict[str, int]:
 
 def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySummary:
     started = time.monotonic()
-    table.ranges(options.target_release)  # fail on a bad release before reading anything
+    upgrade_target(options.target_release)  # fail on a bad release before reading anything
     policy = load_policy(options.policy_file)
     sc = spark.sparkContext
     outputs: dict[str, str] = {}

@@ -1,10 +1,9 @@
 """``upgrade_impact``: who blocks the upgrade to a target release, and who is below the version policy.
 
 API part: a client blocks the target when it uses an API version below the minimum the target still serves,
-or an API the target does not serve at all. The minimum is the target's spec range (``kafka_releases.table``), which
-already carries what 4.x kept or restored (Produce v3+ only although v0 is advertised; Metadata v0-3;
-JoinGroup v0-1 again from 4.0.1). Versions above the target's maximum are not blockers: clients negotiate
-down through ApiVersions.
+or an API the target does not serve at all: ``UpgradeTarget.blocks`` (``kafka_releases.upgrade_target``), the rule
+the exporter's live ``kafka_client_upgrade_blocking_requests_total`` judges by. Here it runs as a join with the
+target's ``served`` table, so the two must say the same; tests/e2e/request_logs checks every used version.
 
 Policy part: the version policy (``exporter.policy``, same files as the exporter) is evaluated once per
 DISTINCT (software name, version) pair - a small set - and joined back to the clients.
@@ -16,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from exporter.kafka_releases.table import ApiRange
+from exporter.kafka_releases.upgrade_target import UpgradeTarget
 from exporter.policy import Policy
 from exporter.request_logs.tables import CLIENT_KEY
 
@@ -55,8 +54,10 @@ _VIOLATION_SCHEMA = T.StructType(
 )
 
 
-def api_impact(spark: SparkSession, api_usage: DataFrame, target: str, ranges: dict[int, ApiRange]) -> DataFrame:
-    table = spark.createDataFrame([(r.api_key, r.name, r.min_version) for r in ranges.values()], _RANGE_SCHEMA)
+def api_impact(spark: SparkSession, api_usage: DataFrame, target: UpgradeTarget) -> DataFrame:
+    served = [(r.api_key, r.name, r.min_version) for r in target.served.values()]
+    table = spark.createDataFrame(served, _RANGE_SCHEMA)
+    # UpgradeTarget.blocks as a join: no served range (left join misses) or a version below its minimum.
     removed_api = F.col("min_version_required").isNull()
     blocked = (
         api_usage.join(F.broadcast(table), "api_key", "left")
@@ -73,10 +74,13 @@ def api_impact(spark: SparkSession, api_usage: DataFrame, target: str, ranges: d
     )
     detail = F.when(
         F.col("reason") == REASON_API_REMOVED,
-        F.format_string(f"Kafka {target} does not serve API key %d (%s) at all", "api_key", "api_name"),
+        F.format_string(f"Kafka {target.release} does not serve API key %d (%s) at all", "api_key", "api_name"),
     ).otherwise(
         F.format_string(
-            f"uses %s v%s; Kafka {target} serves v%d and later", "api_name", "versions_used", "min_version_required"
+            f"uses %s v%s; Kafka {target.release} serves v%d and later",
+            "api_name",
+            "versions_used",
+            "min_version_required",
         )
     )
     return grouped.withColumns({"kind": F.lit(KIND_API), "detail": detail}).select(*IMPACT_COLUMNS)
@@ -117,8 +121,7 @@ def upgrade_impact(
     clients: DataFrame,
     usage: DataFrame,
     api_usage: DataFrame,
-    target: str,
-    ranges: dict[int, ApiRange],
+    target: UpgradeTarget,
     policy: Policy,
 ) -> DataFrame:
-    return api_impact(spark, api_usage, target, ranges).unionByName(policy_impact(spark, clients, usage, policy))
+    return api_impact(spark, api_usage, target).unionByName(policy_impact(spark, clients, usage, policy))

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collection import CollectionLoop
@@ -312,28 +313,35 @@ def test_failed_discovery_is_reported_not_fatal() -> None:
     )
 
 
-def test_deprecated_requests_are_counted_per_client_software(cluster: DoubleCluster) -> None:
-    """A legacy client sending Metadata v1 (deprecated in 3.7-3.9, KIP-896) to the 3.9.0 broker."""
+def test_deprecated_requests_are_counted_and_only_those_4_0_rejects_block(cluster: DoubleCluster) -> None:
+    """A legacy client on the 3.9.0 broker sends Metadata v1 and Produce v5 (deprecated in 3.7-3.9, served by 4.0)
+    and Produce v2 (rejected by 4.0): all three are in the raw KIP-896 family, only Produce v2 blocks 4.0.0."""
     with RawConnection(cluster.broker(2).listener_port("PLAINTEXT")) as legacy:
         legacy.request(
             ApiVersionsRequest(version=3, client_software_name="legacy-app", client_software_version="0.8.2")
         )
         for correlation_id in (2, 3):
             legacy.request(MetadataRequest(version=1, topics=[]), correlation_id=correlation_id)
+        legacy.request(ProduceRequest(version=5, acks=1, timeout_ms=1000, topic_data=[]), correlation_id=4)
+        legacy.request(ProduceRequest(version=2, acks=1, timeout_ms=1000, topic_data=[]), correlation_id=5)
         cluster.sync()
         _, series = collect(settings_for(cluster, [1, 2]))
-    deprecated = {
-        tuple(sorted(dict(labels).items())): value
-        for (name, labels), value in series.items()
-        if name == "kafka_client_deprecated_requests_total" and ("client_software_name", "legacy-app") in labels
+
+    def legacy_series(family: str) -> dict[tuple[str, str], tuple[float, dict[str, str]]]:
+        out = {}
+        for (name, labels), value in series.items():
+            found = dict(labels)
+            if name == family and found["client_software_name"] == "legacy-app":
+                out[(found.pop("request"), found.pop("version"))] = (value, found)
+        return out
+
+    identity = {"broker": "2", "client_software_name": "legacy-app", "client_software_version": "0.8.2"}
+    identity |= {"kafka_cluster": "e2e"}
+    assert legacy_series("kafka_client_deprecated_requests_total") == {
+        ("Metadata", "1"): (2, identity),
+        ("Produce", "5"): (1, identity),
+        ("Produce", "2"): (1, identity),
     }
-    assert deprecated == {
-        (
-            ("broker", "2"),
-            ("client_software_name", "legacy-app"),
-            ("client_software_version", "0.8.2"),
-            ("kafka_cluster", "e2e"),
-            ("request", "Metadata"),
-            ("version", "1"),
-        ): 2
+    assert legacy_series("kafka_client_upgrade_blocking_requests_total") == {
+        ("Produce", "2"): (1, identity | {"target_release": "4.0.0"})
     }

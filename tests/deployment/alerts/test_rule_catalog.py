@@ -33,10 +33,10 @@ def test_the_check_rejects_a_rule_filtering_on_a_label_its_metric_lacks() -> Non
 
 def test_the_check_rejects_a_rule_selecting_a_counter_without_total() -> None:
     where, expr = next((w, e) for w, e in rule_exprs() if "KafkaClientDeprecatedRequests" in w)
-    broken = expr.replace("kafka_client_deprecated_requests_total", "kafka_client_deprecated_requests")
+    broken = expr.replace("kafka_client_upgrade_blocking_requests_total", "kafka_client_upgrade_blocking_requests")
     assert [p for p in expr_problems(where, broken) if "not in the catalog" in p] == [
-        f"{where}: kafka_client_deprecated_requests is not in the catalog; it is a counter, selected as "
-        "kafka_client_deprecated_requests_total"
+        f"{where}: kafka_client_upgrade_blocking_requests is not in the catalog; it is a counter, selected as "
+        "kafka_client_upgrade_blocking_requests_total"
     ]
 
 

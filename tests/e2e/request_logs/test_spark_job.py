@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from bench import reference_parser
+from exporter.kafka_releases.upgrade_target import upgrade_target
 from exporter.policy import load_policy
 from exporter.request_logs import log_format as lf
 from exporter.request_logs.job import InventoryTables, build_tables
+from exporter.request_logs.tables import CLIENT_KEY
 from tests.support import request_log_fixtures as fx
 
 pytestmark = pytest.mark.slow
@@ -72,6 +74,23 @@ def test_api_usage_and_upgrade_impact(built: InventoryTables) -> None:
     policy = {(r.client_id, r.reason) for r in impact if r.kind == "policy"}
     assert ("legacy-etl", "unknown_software") in policy
     assert not any(client == "rdkafka" for client, _ in policy)  # librdkafka 1.9.2 is above the 1.8.2 floor
+
+
+def test_the_join_judges_every_used_version_as_upgrade_target_blocks(built: InventoryTables) -> None:
+    # upgrade_impact runs UpgradeTarget.blocks as a Spark join; the live exporter calls it directly.
+    target = upgrade_target("4.0.0")
+    judged_by_spark = {
+        (*(r[c] for c in CLIENT_KEY), r.api_key, int(version))
+        for r in built.upgrade_impact.collect()
+        if r.kind == "api_version"
+        for version in r.versions_used.split(",")
+    }
+    used = built.api_usage.collect()
+    judged_by_rule = {
+        (*(r[c] for c in CLIENT_KEY), r.api_key, r.api_version) for r in used if target.blocks(r.api_key, r.api_version)
+    }
+    assert judged_by_spark == judged_by_rule
+    assert len(judged_by_rule) < len(used)  # some versions pass, so the comparison means something
 
 
 def test_group_protocols(built: InventoryTables) -> None:

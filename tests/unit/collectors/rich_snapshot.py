@@ -1,11 +1,13 @@
 """One snapshot that fills every metric family: judged clients (violations, a folded pair, a label value that
-needs escaping), deprecated requests, a full network processor, broker facts with features, client-metrics
-subscriptions on one cluster and none on an older one, a failed poll with its error count."""
+needs escaping), deprecated requests (one that 4.0 still serves, one that blocks it), a full network processor,
+broker facts with features, client-metrics subscriptions on one cluster and none on an older one, a failed poll
+with its error count."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from exporter.judging.upgrade import UpgradeJudge
 from exporter.snapshot import (
     CLUSTER_BROKER,
     FOLDED_VERSION,
@@ -102,5 +104,6 @@ def rich_snapshot() -> Snapshot:
         interval_seconds=30.0,
         clients=clients,
         folded_total={"prod": 2},
+        blocking_requests=UpgradeJudge("4.0.0").judge(results),
         stale_after_seconds=90.0,
     )

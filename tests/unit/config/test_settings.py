@@ -44,6 +44,17 @@ def test_environment_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert settings.web.port == 9100
 
 
+def test_target_release_defaults_to_4_0_0_and_follows_file_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_settings(write(tmp_path, VALID)).policy.target_release == "4.0.0"
+    assert load_settings(write(tmp_path, "policy: {target_release: 4.1.0}\n" + VALID)).policy.target_release == "4.1.0"
+    monkeypatch.setenv("KCE_POLICY__TARGET_RELEASE", "4.0.1")
+    monkeypatch.setenv("KCE_POLICY_FILE", "/etc/kce/policy.yaml")
+    settings = load_settings(write(tmp_path, VALID))
+    assert (settings.policy.target_release, settings.policy_file) == ("4.0.1", Path("/etc/kce/policy.yaml"))
+
+
 def test_clusters_from_environment_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KCE_CLUSTERS", '[{"name": "a", "bootstrap_servers": ["k:9092"], "jmx": {"port": 9999}}]')
     settings = load_settings(None)
@@ -72,8 +83,14 @@ def test_password_from_file_is_secret(tmp_path: Path) -> None:
         (VALID.replace('jmx_url: "service', 'jmx_url: "http'), "is not a JMX service URL"),
         (
             VALID + "colection: {}\n",
-            "colection: unknown field; allowed: clusters, collection, java, log_format, log_level, policy_file, web",
+            "colection: unknown field; allowed: clusters, collection, java, log_format, log_level, policy, "
+            "policy_file, web",
         ),
+        (
+            "policy: {target_release: '4.0'}\n" + VALID,
+            "policy.target_release: Kafka release '4.0' is not in api_versions_by_release.csv; known: 2.0.0, ",
+        ),
+        ("policy: {target: 4.0.1}\n" + VALID, "policy.target: unknown field; allowed: target_release"),
         (VALID.replace("jmx: {port: 9999}", "jmx: {prot: 9999}"), "clusters.0.jmx.prot: unknown field; allowed:"),
         ("clusters: []\n", "clusters: List should have at least 1 item"),
         ("log_level: LOUD\n" + VALID, "log_level: Input should be 'debug', 'info', 'warn' or 'error'"),

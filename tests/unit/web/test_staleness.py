@@ -81,7 +81,7 @@ def test_the_exposition_serves_the_stale_view_once_the_snapshot_is_too_old() -> 
     exposition = Exposition(stale_after_seconds=90.0, clock=clock)
     exposition.publish(rich_snapshot())
     fresh = series_of(exposition.render(openmetrics=False))
-    withheld = {"kafka_client_connections", "kafka_broker_release_info", "kafka_client_metrics_subscriptions"}
+    withheld = {"kafka_client_connections", "kafka_client_upgrade_blocking_requests_total", "kafka_broker_release_info"}
     assert withheld <= names(fresh)
     assert fresh[("kafka_client_exporter_snapshot_stale", ())] == 0
 
@@ -92,6 +92,7 @@ def test_the_exposition_serves_the_stale_view_once_the_snapshot_is_too_old() -> 
             "kafka_client_connections",
             "kafka_client_policy_violation_connections",
             "kafka_client_deprecated_requests_total",
+            "kafka_client_upgrade_blocking_requests_total",
             "kafka_broker_release_info",
             "kafka_broker_api_version_max",
             "kafka_client_metrics_subscriptions",
