@@ -50,7 +50,9 @@ def test_dockerfile_install_commands_give_a_working_exporter(tmp_path: Path) -> 
         "WHEELS": str(tmp_path / "wheels"),
         "PATH": f"{shims}:{os.environ['PATH']}",
     }
-    env.pop("VIRTUAL_ENV", None)
+    # A PYTHONPATH naming a checkout (with its .egg-info) would make pip see the package as installed already.
+    for outer in ("VIRTUAL_ENV", "PYTHONPATH"):
+        env.pop(outer, None)
     for command in build.install_block:
         run = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", command],
@@ -82,6 +84,7 @@ def test_dockerfile_install_commands_give_a_working_exporter(tmp_path: Path) -> 
         text=True,
         timeout=60,
         cwd=tmp_path,
+        env=env,
     )
     location, has_data = probe.stdout.split()
     assert location.startswith(str(venv)) and has_data == "True"
