@@ -132,3 +132,8 @@ the Service label that serviceMonitor.jobLabel names. */}}
 {{/* The rules files' own job matcher and runbook location, which the chart replaces. */}}
 {{- define "kce.sourceJobSelector" -}}job="kafka-client-exporter"{{- end }}
 {{- define "kce.sourceRunbookBaseUrl" -}}https://github.com/kafka-client-exporter/kafka-client-exporter/blob/main/alerts/runbook.md{{- end }}
+
+{{/* Where the exporter serves its metrics (config.web.telemetry_path; --web.telemetry-path in extraArgs is not seen). */}}
+{{- define "kce.telemetryPath" -}}
+{{- ((.Values.config).web).telemetry_path | default "/metrics" }}
+{{- end }}
