@@ -95,7 +95,10 @@ def _tidy(node: dict[str, Any], defs_prefix: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m exporter.config.json_schema", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m exporter.config.json_schema",
+        description="Print the JSON schema of the exporter's configuration file, or write it into a Helm chart.",
+    )
     parser.add_argument(
         "--chart-values-schema",
         type=Path,
