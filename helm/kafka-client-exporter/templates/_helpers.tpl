@@ -77,3 +77,63 @@ leading "<chart name>-", which the full name already says), DNS-1123 safe. */}}
 {{- end }}
 {{- toYaml $doc }}
 {{- end }}
+
+{{/* The exporter image: [registry/]repository:tag; registry from image.registry, else global.imageRegistry. */}}
+{{- define "kce.image" -}}
+{{- $registry := .Values.image.registry | default ((.Values.global).imageRegistry) }}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
+{{- if $registry }}{{ printf "%s/%s:%s" (trimSuffix "/" $registry) .Values.image.repository $tag }}
+{{- else }}{{ printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/* imagePullSecrets of the pods: the chart's, then a parent chart's global ones (names or {name} objects). */}}
+{{- define "kce.imagePullSecrets" -}}
+{{- $secrets := list }}
+{{- range concat .Values.imagePullSecrets (((.Values.global).imagePullSecrets) | default list) }}
+{{- $entry := kindIs "string" . | ternary (dict "name" .) . }}
+{{- if not (has $entry $secrets) }}{{ $secrets = append $secrets $entry }}{{ end }}
+{{- end }}
+{{- with $secrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of the helm test pod: the release's, but not the Service's selector (it must not receive traffic). */}}
+{{- define "kce.testLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: helm-test
+app.kubernetes.io/part-of: {{ include "kce.name" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The job label Prometheus Operator gives the ServiceMonitor's targets: the Service's name, or the value of
+the Service label that serviceMonitor.jobLabel names. */}}
+{{- define "kce.scrapeJob" -}}
+{{- $jobLabel := .Values.serviceMonitor.jobLabel }}
+{{- if $jobLabel }}
+{{- $serviceLabels := merge (dict) .Values.service.labels (include "kce.labels" . | fromYaml) }}
+{{- if not (hasKey $serviceLabels $jobLabel) }}
+{{- fail (printf "serviceMonitor.jobLabel %q is not a label of the Service; its labels: %s (add one with service.labels)" $jobLabel (keys $serviceLabels | sortAlpha | join ", ")) }}
+{{- end }}
+{{- get $serviceLabels $jobLabel }}
+{{- else }}
+{{- include "kce.fullname" . }}
+{{- end }}
+{{- end }}
+
+{{/* The matchers that scope every alert expression: prometheusRule.jobSelector, else the scrape job. */}}
+{{- define "kce.jobSelector" -}}
+{{- .Values.prometheusRule.jobSelector | default (printf "job=%q" (include "kce.scrapeJob" .)) }}
+{{- end }}
+
+{{/* The rules files' own job matcher and runbook location, which the chart replaces. */}}
+{{- define "kce.sourceJobSelector" -}}job="kafka-client-exporter"{{- end }}
+{{- define "kce.sourceRunbookBaseUrl" -}}https://github.com/kafka-client-exporter/kafka-client-exporter/blob/main/alerts/runbook.md{{- end }}
+
+{{/* Where the exporter serves its metrics (config.web.telemetry_path; --web.telemetry-path in extraArgs is not seen). */}}
+{{- define "kce.telemetryPath" -}}
+{{- ((.Values.config).web).telemetry_path | default "/metrics" }}
+{{- end }}
