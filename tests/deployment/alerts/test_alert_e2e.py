@@ -50,7 +50,7 @@ def running_prometheus(workdir: Path, exporter_port: int, rules: Path) -> Iterat
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                 "rule_files": [str(rules)],
                 "scrape_configs": [
-                    # The shipped rules select job="kafka-client-exporter": scraped under another job name, nothing fires.
+                    # The shipped rules select job="kafka-client-exporter": under another job name nothing fires.
                     {
                         "job_name": "kafka-client-exporter",
                         "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}],
