@@ -94,8 +94,7 @@ def test_defaults_render_a_locked_down_deployment(helm: Helm, tmp_path: Path) ->
     assert container["args"] == [
         "serve",
         "--config=/etc/kafka-client-exporter/config.yaml",
-        "--host=0.0.0.0",
-        "--port=9784",
+        "--web.listen-address=:9784",
     ]
 
 
