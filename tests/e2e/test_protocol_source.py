@@ -123,14 +123,14 @@ def test_release_facts(mbean_host: MBeanHost, release: str) -> None:
         assert series[("kafka_client_metrics_subscriptions", (("kafka_cluster", "proto"),))] == 1
         key = (
             "kafka_client_metrics_subscription_info",
-            (("kafka_cluster", "proto"), ("interval_ms", "60000"), ("name", "producers")),
+            (("interval_ms", "60000"), ("kafka_cluster", "proto"), ("name", "producers")),
         )
         assert series[key] == 1
     assert (
         series[
             (
                 "kafka_broker_release_info",
-                (("broker", "3"), ("kafka_cluster", "proto"), ("host", "127.0.0.1"), ("inferred_release", inferred)),
+                (("broker", "3"), ("host", "127.0.0.1"), ("inferred_release", inferred), ("kafka_cluster", "proto")),
             )
         ]
         == 1
