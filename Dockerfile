@@ -2,6 +2,8 @@
 # kafka-client-exporter: Python slim plus a headless JRE (the JMX queries run a short-lived JVM each).
 #   docker build -t kafka-client-exporter .
 #   docker run -v $PWD/exporter.yaml:/etc/kafka-client-exporter/config.yaml:ro -p 9784:9784 kafka-client-exporter
+# Without a registry, scripts/build-image.sh builds it with buildah on a Debian bookworm base made by mmdebstrap
+# (PYTHON_IMAGE=localhost/...): any Debian-based image with python3.11, venv and `python` on PATH will do.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # Build stage: compilers only here, for dependencies without a wheel on the target platform.
@@ -35,6 +37,21 @@ COPY --from=build /opt/kafka-client-exporter /opt/kafka-client-exporter
 ENV PATH=/opt/kafka-client-exporter/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
+# OCI annotations (image-spec annotations.md); scripts/build-image.sh passes the version, commit and time. Last,
+# so that a new time or commit does not invalidate the cached layers above.
+ARG PYTHON_IMAGE
+ARG VERSION=unknown
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="kafka-client-exporter" \
+      org.opencontainers.image.description="Which Kafka client software and version is connected to every broker" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="https://github.com/kafka-client-exporter/kafka-client-exporter" \
+      org.opencontainers.image.url="https://github.com/kafka-client-exporter/kafka-client-exporter" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
 USER 10001:10001
 EXPOSE 9784
 ENTRYPOINT ["kafka-client-exporter"]
