@@ -344,7 +344,11 @@ def normalise_log_level(value: object) -> object:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True)
 
-    log_level: LogLevel = "info"
+    # The schema (the chart's values.schema.json among others) also admits the upper-case names the exporter and
+    # the chart's default took before, which the validator below still accepts.
+    log_level: LogLevel = Field(
+        "info", json_schema_extra={"enum": [*LOG_LEVELS, "DEBUG", "INFO", "WARN", "WARNING", "ERROR"]}
+    )
     log_format: LogFormat = "logfmt"
     web: WebConfig = WebConfig()
     collection: CollectionConfig = CollectionConfig()

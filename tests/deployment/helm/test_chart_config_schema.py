@@ -136,6 +136,18 @@ def test_helm_and_the_exporter_reject_the_same_configurations(
         load_settings(rendered)
 
 
+@pytest.mark.parametrize("level", ["warn", "WARNING", "INFO"])
+def test_helm_and_the_exporter_accept_the_log_level_names_of_before_and_now(
+    helm: Helm, tmp_path: Path, level: str
+) -> None:
+    config = change("log_level", level)
+    result = helm("template", "kce", CHART, "--values", values_file(tmp_path, config))
+    assert result.returncode == 0, result.stderr
+    rendered = tmp_path / "config.yaml"
+    rendered.write_text(yaml.safe_dump(config))
+    assert load_settings(rendered).log_level == level.lower().replace("warning", "warn")
+
+
 def test_the_chart_renders_without_a_cluster_and_warns() -> None:
     """The one difference from the exporter: the chart's defaults have no cluster (NOTES.txt warns)."""
     config = json.loads(VALUES_SCHEMA.read_text())["properties"]["config"]
