@@ -31,11 +31,15 @@ if ! buildah inspect --type image "$base_image" >/dev/null 2>&1; then
   rootfs=$cache/base-$suite-$base_key.tar
   if [ ! -s "$rootfs" ]; then
     echo "build-image: making the $suite base with mmdebstrap ($packages)" >&2
+    # Bases made from an older package list are of no further use; an interrupted run leaves no partial file.
+    rm -f "$cache"/base-*.tar
+    trap 'rm -f "$rootfs.partial.tar"' EXIT
     dpkg_options=()
     for pattern in "${excludes[@]}"; do dpkg_options+=(--dpkgopt="path-exclude=$pattern"); done
     mmdebstrap --quiet --variant=minbase --include="$packages" "${dpkg_options[@]}" \
       --dpkgopt='path-include=/usr/share/doc/*/copyright' "$suite" "$rootfs.partial.tar"  # .tar: the format
     mv "$rootfs.partial.tar" "$rootfs"
+    trap - EXIT
   fi
   container=$(buildah from scratch)
   trap 'buildah rm "$container" >/dev/null 2>&1 || true' EXIT
@@ -54,8 +58,9 @@ mounts=()
 version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' exporter/__init__.py)
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 image=localhost/kafka-client-exporter:$version
-# chroot isolation: the OCI runtimes (crun, runc) cannot set rlimits in unprivileged sandboxes.
-buildah build --quiet --isolation chroot --layers "${mounts[@]}" \
+# chroot isolation: the OCI runtimes (crun, runc) cannot set rlimits in unprivileged sandboxes. --force-rm: a
+# failed step would otherwise leave its working container behind in buildah's storage.
+buildah build --quiet --isolation chroot --layers --force-rm "${mounts[@]}" \
   --build-arg PYTHON_IMAGE="$base_image" \
   --build-arg VERSION="$version" \
   --build-arg REVISION="$revision" \

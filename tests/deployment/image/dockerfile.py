@@ -21,12 +21,20 @@ class Stage:
         return [args for name, args in self.instructions if name == instruction]
 
     def env(self) -> dict[str, str]:
-        values: dict[str, str] = {}
-        for args in self.arguments("ENV"):
-            for pair in shlex.split(args):
-                name, _, value = pair.partition("=")
-                values[name] = value
-        return values
+        return _pairs(self.arguments("ENV"))
+
+    def labels(self) -> dict[str, str]:
+        return _pairs(self.arguments("LABEL"))
+
+
+def _pairs(arguments: list[str]) -> dict[str, str]:
+    """NAME=value pairs of ENV, LABEL or ARG instructions, later ones winning as in a build."""
+    values: dict[str, str] = {}
+    for args in arguments:
+        for pair in shlex.split(args):
+            name, _, value = pair.partition("=")
+            values[name] = value
+    return values
 
 
 def _logical_lines(text: str) -> list[str]:
@@ -44,6 +52,17 @@ def _logical_lines(text: str) -> list[str]:
         lines.append(pending + stripped)
         pending = ""
     return lines
+
+
+def global_args(path: Path) -> dict[str, str]:
+    """The ARGs before the first FROM (the ones a FROM line can use), with their defaults."""
+    arguments: list[str] = []
+    for line in _logical_lines(path.read_text()):
+        if line.upper().startswith("FROM "):
+            break
+        if line.upper().startswith("ARG "):
+            arguments.append(line[4:])
+    return _pairs(arguments)
 
 
 def parse(path: Path) -> list[Stage]:

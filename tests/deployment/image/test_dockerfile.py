@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import Path
 
-from tests.deployment.image.dockerfile import parse
+from tests.deployment.image.dockerfile import global_args, parse
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -33,3 +35,27 @@ def test_dockerignore_admits_exactly_what_the_build_stage_copies() -> None:
     assert rules[0] == "*"
     admitted = {rule[1:].rstrip("/") for rule in rules if rule.startswith("!")}
     assert admitted == copied
+
+
+def test_the_base_is_a_build_argument_whose_default_is_a_public_python_image() -> None:
+    # scripts/build-image.sh swaps in a local Debian base; docker users get the public image untouched.
+    stages = parse(ROOT / "Dockerfile")
+    assert [stage.base.split()[0] for stage in stages] == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
+    default = global_args(ROOT / "Dockerfile")["PYTHON_IMAGE"]
+    assert re.fullmatch(r"python:3\.11-slim-\w+", default), default
+
+
+def test_final_stage_carries_the_oci_labels_filled_from_build_arguments() -> None:
+    _, final = parse(ROOT / "Dockerfile")
+    labels = final.labels()
+    prefix = "org.opencontainers.image."
+    for key in ("title", "description", "version", "revision", "created", "source", "licenses"):
+        assert labels.get(prefix + key), f"LABEL {prefix}{key} missing or empty"
+    assert labels[prefix + "title"] == "kafka-client-exporter"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert labels[prefix + "licenses"] == project["license"]["text"]
+    assert labels[prefix + "source"].startswith("https://")
+    # Filled per build (scripts/build-image.sh passes them); an ARG must be declared in the stage that uses it.
+    declared = {args.partition("=")[0] for args in final.arguments("ARG")}
+    for key, arg in (("version", "VERSION"), ("revision", "REVISION"), ("created", "CREATED")):
+        assert labels[prefix + key] == "${" + arg + "}" and arg in declared
