@@ -202,8 +202,6 @@ class ClusterPrometheus(StrictModel):
             raise ValueError("give either basic_auth or bearer_token_file, not both")
         if self.bearer_token_file is not None and not self.bearer_token_file.is_file():
             raise ValueError(f"bearer_token_file {self.bearer_token_file} does not exist or is not a file")
-        if self.tls is not None and self.scheme != "https":
-            raise ValueError("a tls section needs scheme https (metrics_url entries choose their own scheme)")
         return self
 
 
@@ -343,6 +341,8 @@ class ClusterConfig(StrictModel):
                     "prometheus: set prometheus.port and bootstrap_servers (brokers are discovered from metadata), "
                     "or list brokers with a metrics_url each"
                 )
+            if prometheus.tls is not None and prometheus.scheme != "https":
+                raise ValueError("prometheus.tls is set but scheme is http: set prometheus.scheme to https")
             return self
         self._unique_broker_ids(self.brokers)
         for broker in self.brokers:
@@ -352,6 +352,10 @@ class ClusterConfig(StrictModel):
                 raise ValueError(
                     f"broker {broker.id} has no metrics_url; give it one, or give it a host and set prometheus.port"
                 )
+        if prometheus.tls is not None and not any(
+            (broker.metrics_url or f"{prometheus.scheme}:").startswith("https:") for broker in self.brokers
+        ):
+            raise ValueError("prometheus.tls is set but every endpoint is http: set scheme https or https metrics_urls")
         return self
 
     @staticmethod

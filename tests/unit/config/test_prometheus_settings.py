@@ -73,7 +73,12 @@ def test_discovered_brokers_wait_for_discovery(tmp_path: Path) -> None:
         (
             "    prometheus: {preset: confluent, port: 9404, scheme: http, tls: {check_hostname: false}}\n"
             "    bootstrap_servers: [k:9092]\n",
-            "needs scheme https",
+            "set prometheus.scheme to https",
+        ),
+        (
+            "    prometheus: {preset: confluent, tls: {check_hostname: false}}\n"
+            "    brokers: [{id: 1, metrics_url: 'http://k:1/metrics'}]\n",
+            "every endpoint is http",
         ),
         (
             "    prometheus: {preset: confluent, port: 9404, basic_auth: {username: u}}\n"
