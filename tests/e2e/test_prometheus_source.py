@@ -141,3 +141,33 @@ def test_https_basic_auth_wrong_password_and_a_dead_broker(mbean_host: MBeanHost
     }
     assert connected == {"good"}
     assert not any("nope-Pass" in (r.error_message or "") for r in snapshot.results)
+
+
+def test_endpoints_of_discovered_brokers(mbean_host: MBeanHost) -> None:
+    # The double puts every broker on 127.0.0.1, so one broker keeps "endpoint at host:prometheus.port" unambiguous.
+    spec = BrokerSpec(id=next(BROKER_IDS), release="4.1.0", listeners=LISTENERS)
+    with DoubleCluster([spec], mbean_host=mbean_host, metrics_endpoint=MetricsEndpointConfig("strimzi")) as cluster:
+        broker = cluster.brokers[0]
+        client = hello(broker.listener_port("PLAINTEXT"), "app-a", "1.0")
+        cluster.sync()
+        settings = Settings(
+            clusters=[
+                {
+                    "name": "found",
+                    "bootstrap_servers": cluster.bootstrap().split(","),
+                    "prometheus": {"preset": "strimzi", "port": broker.spec.metrics_port},
+                }
+            ],
+            collection={"interval_seconds": 5, "jmx_timeout_seconds": 5},
+        )
+        snapshot, series = collect(settings)
+        client.close()
+
+    assert {(r.key.broker, r.key.source): r.ok for r in snapshot.results} == {
+        ("bootstrap", "discovery"): True,
+        ("bootstrap", "client_metrics"): True,
+        (str(spec.id), "api_versions"): True,
+        (str(spec.id), "prometheus"): True,
+    }
+    names = {dict(labels)["client_software_name"] for (name, labels) in series if name == "kafka_client_connections"}
+    assert "app-a" in names
