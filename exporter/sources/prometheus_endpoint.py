@@ -120,7 +120,8 @@ async def fetch_exposition(url: str, access: EndpointAccess, deadline_seconds: f
         async with (
             asyncio.timeout(deadline_seconds),
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session,
-            session.get(url, headers=headers, ssl=access.ssl_context or True) as response,
+            # No redirects: the credentials would follow them to wherever they point.
+            session.get(url, headers=headers, ssl=access.ssl_context or True, allow_redirects=False) as response,
         ):
             if response.status == 401:
                 raise EndpointError(
@@ -132,6 +133,12 @@ async def fetch_exposition(url: str, access: EndpointAccess, deadline_seconds: f
                 raise EndpointError(
                     Reason.AUTHORIZATION,
                     f"metrics endpoint {url} answered 403 Forbidden: the credentials are not allowed to read it",
+                )
+            if 300 <= response.status < 400:
+                raise EndpointError(
+                    Reason.INVALID_RESPONSE,
+                    f"metrics endpoint {url} redirects (HTTP {response.status}) to "
+                    f"{response.headers.get('Location', '(no Location)')}: give that URL instead",
                 )
             if response.status != 200:
                 raise EndpointError(

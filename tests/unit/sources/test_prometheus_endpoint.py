@@ -97,6 +97,8 @@ def test_status_content_type_and_text_failures_have_their_reasons() -> None:
             return web.Response(status=403)
         if kind == "404":
             return web.Response(status=404)
+        if kind == "redirect":
+            raise web.HTTPFound("http://elsewhere.example/metrics")
         if kind == "html":
             return web.Response(text="<html>hello</html>", content_type="text/html")
         if kind == "slow":
@@ -108,20 +110,22 @@ def test_status_content_type_and_text_failures_have_their_reasons() -> None:
     async def run() -> dict[str, JmxReading | SourceError]:
         runner, port = await serve(answer)
         try:
-            kinds = ["403", "404", "html", "garbage", "slow"]
+            kinds = ["403", "404", "html", "garbage", "slow", "redirect"]
             urls = {i: f"http://127.0.0.1:{port}/metrics?kind={k}" for i, k in enumerate(kinds)}
             return await read_all(source({}, urls, deadline=0.5))
         finally:
             await runner.cleanup()
 
     outcome = asyncio.run(run())
-    assert [reason(outcome[str(i)]) for i in range(5)] == [
+    assert [reason(outcome[str(i)]) for i in range(6)] == [
         Reason.AUTHORIZATION,
         Reason.INVALID_RESPONSE,
         Reason.INVALID_RESPONSE,
         Reason.INVALID_RESPONSE,
         Reason.TIMEOUT,
+        Reason.INVALID_RESPONSE,
     ]
+    assert "redirects (HTTP 302) to http://elsewhere.example/metrics" in str(outcome["5"])
     assert "text/html" in str(outcome["2"]) and "0.5 s" in str(outcome["4"])
 
 
