@@ -21,7 +21,7 @@ from exporter.kafka_releases.table import UnknownReleaseError
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, check_target_release
 
 ENV_PREFIX = "KCE_"
-_HTTP_URL = re.compile(r"^https?://[^/\s?#]+(/[^\s#]*)?$")
+_HTTP_URL = re.compile(r"^https?://([^/\s?#]+)(/[^\s#]*)?$")
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
 
 
@@ -94,7 +94,9 @@ class BrokerConfig(StrictModel):
     @field_validator("metrics_url")
     @classmethod
     def _metrics_url_form(cls, value: str | None) -> str | None:
-        if value is not None and not _HTTP_URL.match(value):
+        if value is None:
+            return value
+        if not _HTTP_URL.match(value):
             raise ValueError(
                 f"{value!r} is not an http:// or https:// URL; expected e.g. 'http://kafka-0.example:9404/metrics'"
             )
@@ -346,6 +348,12 @@ class ClusterConfig(StrictModel):
             return self
         self._unique_broker_ids(self.brokers)
         for broker in self.brokers:
+            if broker.metrics_url is not None and "@" in broker.metrics_url.split("/")[2]:
+                # Checked here, where the error does not echo the value: the URL goes into error messages, logs
+                # and the status page, and so would a password in it.
+                raise ValueError(
+                    f"broker {broker.id}: metrics_url must not hold credentials (user@host); use prometheus.basic_auth"
+                )
             if broker.jmx_url is not None:
                 raise ValueError(f"broker {broker.id} has a jmx_url, but this cluster reads prometheus endpoints")
             if broker.metrics_url is None and (broker.host is None or prometheus.port is None):

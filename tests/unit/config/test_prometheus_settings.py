@@ -69,6 +69,10 @@ def test_discovered_brokers_wait_for_discovery(tmp_path: Path) -> None:
         ),
         ("    prometheus: {preset: strimzi}\n    brokers: [{id: 1, host: h}]\n", "broker 1 has no metrics_url"),
         ("    prometheus: {preset: strimzi}\n    brokers: [{id: 1, metrics_url: 'kafka:9404'}]\n", "http://"),
+        (
+            "    prometheus: {preset: strimzi}\n    brokers: [{id: 1, metrics_url: 'http://u:hunter2@k:1/metrics'}]\n",
+            "must not hold credentials",
+        ),
         ("    jmx: {port: 9999}\n    brokers: [{id: 1, metrics_url: 'http://k:1/metrics'}]\n", "add a prometheus"),
         (
             "    prometheus: {preset: confluent, port: 9404, scheme: http, tls: {check_hostname: false}}\n"
@@ -100,3 +104,4 @@ def test_bad_prometheus_block_is_named(tmp_path: Path, cluster: str, expected: s
     with pytest.raises(ConfigError) as excinfo:
         load(tmp_path, cluster)
     assert expected in str(excinfo.value)
+    assert "hunter2" not in str(excinfo.value)  # a password in a metrics_url is never echoed
