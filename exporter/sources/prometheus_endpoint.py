@@ -152,7 +152,8 @@ async def fetch_exposition(url: str, access: EndpointAccess, deadline_seconds: f
                     f"metrics endpoint {url} served {response.content_type}, not the Prometheus text format: "
                     "check the URL (prometheus.path)",
                 )
-            return await response.text(errors="replace")
+            # The text format is UTF-8 by definition, whatever charset the server names (or leaves out).
+            return (await response.read()).decode("utf-8", "replace")
     except TimeoutError:
         raise EndpointError(
             Reason.TIMEOUT, f"metrics endpoint {url} did not answer within {deadline_seconds:g} s"
