@@ -8,7 +8,10 @@ import pytest
 
 from exporter.config.schema import ConfigError
 from exporter.config.settings import load_settings
+from exporter.snapshot import ClientConnections, DeprecatedRequests
 from exporter.sources.cluster_sources import cluster_sources
+from exporter.sources.exposition_mapping import parse_exposition
+from exporter.sources.prometheus_endpoint import mapping_of
 
 
 def load(tmp_path: Path, cluster: str):
@@ -105,3 +108,29 @@ def test_bad_prometheus_block_is_named(tmp_path: Path, cluster: str, expected: s
         load(tmp_path, cluster)
     assert expected in str(excinfo.value)
     assert "hunter2" not in str(excinfo.value)  # a password in a metrics_url is never echoed
+
+
+def test_a_configured_mapping_reads_its_series(tmp_path: Path) -> None:
+    settings = load(
+        tmp_path,
+        """    prometheus:
+      mapping:
+        connections_metric: kafka_clients
+        software_name_label: sw
+        software_version_label: swv
+        listener_label: l
+        network_processor_label: p
+        deprecated: {metric: kafka_old_total, request_label: api, version_label: v, software_name_label: sw,
+                     software_version_label: swv}
+    brokers: [{id: 1, metrics_url: "http://k:1/metrics"}]
+""",
+    )
+    prometheus = settings.clusters[0].prometheus
+    assert prometheus is not None
+    text = (
+        'kafka_clients{sw="kcat",swv="1.7.1",l="PLAINTEXT",p="0"} 2\n'
+        'kafka_old_total{api="Fetch",v="3",sw="kcat",swv="1.7.1"} 5\n'
+    )
+    reading = parse_exposition(text, mapping_of(prometheus))
+    assert reading.clients == (ClientConnections("PLAINTEXT", "0", "kcat", "1.7.1", 2),)
+    assert reading.deprecated_requests == (DeprecatedRequests("Fetch", "3", "kcat", "1.7.1", 5),)
