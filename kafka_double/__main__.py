@@ -12,7 +12,8 @@ import signal
 import threading
 from pathlib import Path
 
-from .cluster import BrokerSpec, DoubleCluster, ListenerSpec
+from .cluster import BrokerSpec, DoubleCluster, ListenerSpec, MetricsEndpointConfig
+from .metrics_endpoint import PRESETS
 from .releases import known_releases
 
 
@@ -32,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--topics", type=_topics, default={"demo": 3}, help="name:partitions,...")
     p.add_argument("--network-processors", type=int, default=3, help="per PLAINTEXT listener")
+    p.add_argument(
+        "--metrics-endpoints",
+        choices=PRESETS,
+        default=None,
+        help="each broker also serves its MBeans on a Prometheus endpoint, as this rule set renders them",
+    )
     p.add_argument("--log-level", default="WARNING")
     args = p.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -50,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    cluster = DoubleCluster(specs, host=args.host, request_log_dir=args.request_log_dir, topics=args.topics)
+    endpoint = MetricsEndpointConfig(args.metrics_endpoints) if args.metrics_endpoints else None
+    cluster = DoubleCluster(
+        specs, host=args.host, request_log_dir=args.request_log_dir, topics=args.topics, metrics_endpoint=endpoint
+    )
     cluster.start()
     try:
         print(
@@ -64,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                             "id": b.broker_id,
                             "jmx_url": b.jmx_url,
                             "jmx_port": b.jmx_port,
+                            **({"metrics_url": b.metrics_url} if b.metrics_url else {}),
                             "listeners": {x.name: x.port for x in b.spec.listeners},
                         }
                         for b in cluster.brokers

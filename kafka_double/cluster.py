@@ -14,6 +14,7 @@ from typing import Any, Protocol, Self
 
 from .client_metrics import ClusterConfigState
 from .mbean_host import MBeanHost, free_ports
+from .metrics_endpoint import BeanRecorder, MetricsEndpointConfig, MetricsEndpoints
 from .registry import BrokerMetrics, GaugeSink
 from .releases import Release, get_release
 from .request_log import RequestLog
@@ -21,7 +22,7 @@ from .server import BrokerServer
 from .specs import BrokerSpec, ListenerSpec
 from .topology import Topology
 
-__all__ = ["BrokerHandle", "BrokerSpec", "DoubleCluster", "ListenerSpec"]
+__all__ = ["BrokerHandle", "BrokerSpec", "DoubleCluster", "ListenerSpec", "MetricsEndpointConfig"]
 
 DEFAULT_CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"  # 22-char base64 UUID, the shape Kafka cluster ids have
 
@@ -42,6 +43,7 @@ class BrokerHandle:
         self.broker_id = spec.id
         self.jmx_port = spec.jmx_port
         self.jmx_url = ""
+        self.metrics_url = ""  # set when the cluster serves Prometheus endpoints
         self._server: BrokerServer | None = None
         self.metrics: BrokerMetrics | None = None
 
@@ -75,9 +77,11 @@ class DoubleCluster:
         topics: dict[str, int] | None = None,
         mbean_host: JmxHost | None = None,
         sasl_users: dict[str, str] | None = None,
+        metrics_endpoint: MetricsEndpointConfig | None = None,
     ) -> None:
         """``sasl_users`` (name -> password) is the credential store of every SASL listener, for PLAIN
-        and SCRAM alike (Kafka keeps them in JAAS and in SCRAM credentials; one table is enough here)."""
+        and SCRAM alike (Kafka keeps them in JAAS and in SCRAM credentials; one table is enough here).
+        ``metrics_endpoint``: every broker also serves its MBeans as that rule set would, at ``metrics_url``."""
         if not brokers:
             raise ValueError("a cluster needs at least one broker")
         if len({b.id for b in brokers}) != len(brokers):
@@ -94,6 +98,8 @@ class DoubleCluster:
         self._given_host = mbean_host
         self._jmx: JmxHost | None = mbean_host
         self._owns_jmx = mbean_host is None
+        self._metrics_endpoint = metrics_endpoint
+        self._endpoints: MetricsEndpoints | None = None
         # Copies, so resolving port 0 does not mutate the caller's specs.
         self._specs = [dataclasses.replace(b, listeners=[dataclasses.replace(x) for x in b.listeners]) for b in brokers]
         self._handles: dict[int, BrokerHandle] = {}
@@ -115,10 +121,13 @@ class DoubleCluster:
                 self._handles[spec.id] = BrokerHandle(self, spec, get_release(spec.release))
             # Resolve ports before anything listens, so Metadata is stable; allocated together so that
             # 50 brokers never draw the same released port twice.
-            wanted = sum(1 + len(spec.listeners) for spec in self._specs)
+            per_endpoint = 1 if self._metrics_endpoint is not None else 0
+            wanted = sum(1 + per_endpoint + len(spec.listeners) for spec in self._specs)
             ports = iter(free_ports(wanted, self.host))
             for spec in self._specs:
                 spec.jmx_port = spec.jmx_port or next(ports)
+                if per_endpoint:
+                    spec.metrics_port = spec.metrics_port or next(ports)
                 self._handles[spec.id].jmx_port = spec.jmx_port
                 for lst in spec.listeners:
                     lst.port = lst.port or next(ports)
@@ -127,6 +136,8 @@ class DoubleCluster:
                     host = MBeanHost()
                     host.start(timeout=timeout)
                     self._jmx = host
+                if self._metrics_endpoint is not None:
+                    self._endpoints = MetricsEndpoints(self._metrics_endpoint, BeanRecorder(self._jmx), self.host)
                 self._loop = asyncio.new_event_loop()
                 self._thread = threading.Thread(target=self._loop.run_forever, name="kafka-double-loop", daemon=True)
                 self._thread.start()
@@ -208,7 +219,9 @@ class DoubleCluster:
             assert self._jmx is not None
             spec = handle.spec
             handle.jmx_url = self._jmx.add_broker(spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password)
-            metrics = BrokerMetrics(spec.id, handle.release, self._jmx)
+            # With endpoints the MBeans pass a recorder on their way to the host, so both show the same.
+            sink = self._endpoints.recorder if self._endpoints is not None else self._jmx
+            metrics = BrokerMetrics(spec.id, handle.release, sink)
             req_log = (
                 RequestLog(self.request_log_dir, spec.id, handle.release) if self.request_log_dir is not None else None
             )
@@ -225,6 +238,8 @@ class DoubleCluster:
                 self.sasl_users,
             )
             self._run(server.start(), timeout)
+            if self._endpoints is not None:
+                handle.metrics_url = self._run(self._endpoints.start_broker(spec.id, spec.metrics_port), timeout)
             handle.metrics = metrics
             handle._server = server
 
@@ -235,5 +250,8 @@ class DoubleCluster:
                 return
             handle._server = None
             self._run(server.stop())
+            if self._endpoints is not None:
+                self._run(self._endpoints.stop_broker(handle.broker_id))
+                self._endpoints.recorder.forget(handle.broker_id)
             assert self._jmx is not None
             self._jmx.stop_broker(handle.broker_id)

@@ -41,6 +41,7 @@ class BrokerSpec:
     release: str = "4.1.0"
     listeners: list[ListenerSpec] = field(default_factory=_default_listeners)
     jmx_port: int = 0
+    metrics_port: int = 0  # the Prometheus endpoint, when the cluster serves them (0: pick a free port)
     jmx_user: str | None = None
     jmx_password: str | None = None
     tls_cipher_gauges: bool = True

@@ -21,6 +21,7 @@ from exporter.kafka_releases.table import UnknownReleaseError
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, check_target_release
 
 ENV_PREFIX = "KCE_"
+_HTTP_URL = re.compile(r"^https?://([^/\s?#]+)(/[^\s#]*)?$")
 _HOST_PORT = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
 
 
@@ -83,8 +84,23 @@ class ClusterJmx(JmxCredentials):
 
 class BrokerConfig(StrictModel):
     id: int = Field(ge=0)
-    host: str | None = Field(default=None, description="host of the broker's JMX endpoint")
+    host: str | None = Field(default=None, description="host of the broker's JMX or metrics endpoint")
     jmx_url: str | None = None
+    metrics_url: str | None = Field(
+        default=None,
+        description="the broker's Prometheus metrics endpoint (prometheus block), e.g. http://kafka-0:9404/metrics",
+    )
+
+    @field_validator("metrics_url")
+    @classmethod
+    def _metrics_url_form(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not _HTTP_URL.match(value):
+            raise ValueError(
+                f"{value!r} is not an http:// or https:// URL; expected e.g. 'http://kafka-0.example:9404/metrics'"
+            )
+        return value
 
     @field_validator("jmx_url")
     @classmethod
@@ -95,6 +111,100 @@ class BrokerConfig(StrictModel):
                 "'service:jmx:rmi:///jndi/rmi://kafka-0.example:9999/jmxrmi'"
             )
         return value
+
+
+PrometheusPreset = Literal["strimzi", "confluent", "strimzi_reporter"]
+_METRIC_NAME = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+_LABEL_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
+
+
+class PrometheusDeprecatedMapping(StrictModel):
+    """Where a home-made rule puts the KIP-896 DeprecatedRequestsPerSec count."""
+
+    metric: str = Field(pattern=_METRIC_NAME, description="sample name of the count, as served (with any _total)")
+    request_label: str = Field(default="request", pattern=_LABEL_NAME)
+    version_label: str = Field(default="version", pattern=_LABEL_NAME)
+    software_name_label: str = Field(default="clientSoftwareName", pattern=_LABEL_NAME)
+    software_version_label: str = Field(default="clientSoftwareVersion", pattern=_LABEL_NAME)
+
+
+class PrometheusMapping(StrictModel):
+    """Where a home-made jmx_exporter rule puts the KIP-511 client gauge: its sample name and four label names."""
+
+    connections_metric: str = Field(pattern=_METRIC_NAME, description="sample name of the per-client connections gauge")
+    software_name_label: str = Field(pattern=_LABEL_NAME)
+    software_version_label: str = Field(pattern=_LABEL_NAME)
+    listener_label: str = Field(pattern=_LABEL_NAME)
+    network_processor_label: str = Field(pattern=_LABEL_NAME)
+    deprecated: PrometheusDeprecatedMapping | None = Field(
+        default=None, description="the DeprecatedRequestsPerSec count, when the rules export it"
+    )
+
+
+class PrometheusBasicAuth(_Password):
+    username: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _needs_password(self) -> PrometheusBasicAuth:
+        if self.password is None:
+            raise ValueError("basic_auth needs a password (password, password_file or password_env)")
+        return self
+
+
+class PrometheusTls(StrictModel):
+    ca_file: Path | None = Field(default=None, description="CA bundle to verify the endpoints; system CAs if unset")
+    cert_file: Path | None = Field(default=None, description="client certificate (mutual TLS)")
+    key_file: Path | None = None
+    check_hostname: bool = True
+
+    @model_validator(mode="after")
+    def _files(self) -> PrometheusTls:
+        for name in ("ca_file", "cert_file", "key_file"):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name} {path} does not exist or is not a file")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (mutual TLS)")
+        return self
+
+
+class ClusterPrometheus(StrictModel):
+    """The brokers' own Prometheus endpoints (jmx_exporter or the Strimzi Metrics Reporter) as the source of the
+    client gauges, instead of JMX."""
+
+    preset: PrometheusPreset | None = Field(
+        default=None,
+        description="the published rule set the brokers serve: strimzi (Strimzi's kafka-metrics.yaml for "
+        "jmx_exporter), confluent (jmx-monitoring-stacks' kafka_broker.yml), strimzi_reporter (Strimzi Metrics "
+        "Reporter); or give mapping",
+    )
+    mapping: PrometheusMapping | None = None
+    port: int | None = Field(default=None, ge=1, le=65535, description="metrics port on each discovered broker host")
+    scheme: Literal["http", "https"] = "http"
+    path: str = Field(default="/metrics", description="URL path of the endpoints built from host and port")
+    tls: PrometheusTls | None = None
+    basic_auth: PrometheusBasicAuth | None = None
+    bearer_token_file: Path | None = Field(default=None, description="file holding a bearer token; re-read every poll")
+
+    @field_validator("path")
+    @classmethod
+    def _path_form(cls, path: str) -> str:
+        if not path.startswith("/") or any(c.isspace() or c in "?#" for c in path):
+            raise ValueError(f"{path!r} is not a URL path: it must start with '/' and hold no space, '?' or '#'")
+        return path
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClusterPrometheus:
+        if (self.preset is None) == (self.mapping is None):
+            raise ValueError(
+                "give either preset (strimzi, confluent, strimzi_reporter) or mapping (connections_metric and "
+                "the four label names), not " + ("both" if self.preset else "neither")
+            )
+        if self.basic_auth is not None and self.bearer_token_file is not None:
+            raise ValueError("give either basic_auth or bearer_token_file, not both")
+        if self.bearer_token_file is not None and not self.bearer_token_file.is_file():
+            raise ValueError(f"bearer_token_file {self.bearer_token_file} does not exist or is not a file")
+        return self
 
 
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
@@ -183,6 +293,8 @@ class ClusterConfig(StrictModel):
     security: KafkaSecurity = KafkaSecurity()
     # Polled over JMX (connected clients) when given.
     jmx: ClusterJmx | None = None
+    # Or: the same gauges read from the brokers' own Prometheus endpoints.
+    prometheus: ClusterPrometheus | None = None
     brokers: list[BrokerConfig] | None = None
 
     @field_validator("bootstrap_servers")
@@ -196,6 +308,8 @@ class ClusterConfig(StrictModel):
 
     @model_validator(mode="after")
     def _something_to_poll(self) -> ClusterConfig:
+        if self.prometheus is not None:
+            return self._prometheus_endpoints(self.prometheus)
         jmx_port = self.jmx.port if self.jmx else None
         if self.brokers is None:
             if not self.bootstrap_servers:
@@ -209,14 +323,55 @@ class ClusterConfig(StrictModel):
                     "or list brokers with a jmx_url each"
                 )
             return self
-        ids = [broker.id for broker in self.brokers]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            raise ValueError(f"broker ids must be unique; repeated: {duplicates}")
+        self._unique_broker_ids(self.brokers)
         for broker in self.brokers:
+            if broker.metrics_url is not None:
+                raise ValueError(f"broker {broker.id} has a metrics_url: add a prometheus block to read it")
             if broker.jmx_url is None and (broker.host is None or jmx_port is None):
                 raise ValueError(f"broker {broker.id} has no jmx_url; give it one, or give it a host and set jmx.port")
         return self
+
+    def _prometheus_endpoints(self, prometheus: ClusterPrometheus) -> ClusterConfig:
+        if self.jmx is not None:
+            # Both would report the same client gauges of the same brokers as the same series.
+            raise ValueError(
+                "give jmx or prometheus, not both: both read the brokers' client gauges (pick one per cluster)"
+            )
+        if self.brokers is None:
+            if not self.bootstrap_servers or prometheus.port is None:
+                raise ValueError(
+                    "prometheus: set prometheus.port and bootstrap_servers (brokers are discovered from metadata), "
+                    "or list brokers with a metrics_url each"
+                )
+            if prometheus.tls is not None and prometheus.scheme != "https":
+                raise ValueError("prometheus.tls is set but scheme is http: set prometheus.scheme to https")
+            return self
+        self._unique_broker_ids(self.brokers)
+        for broker in self.brokers:
+            if broker.metrics_url is not None and "@" in broker.metrics_url.split("/")[2]:
+                # Checked here, where the error does not echo the value: the URL goes into error messages, logs
+                # and the status page, and so would a password in it.
+                raise ValueError(
+                    f"broker {broker.id}: metrics_url must not hold credentials (user@host); use prometheus.basic_auth"
+                )
+            if broker.jmx_url is not None:
+                raise ValueError(f"broker {broker.id} has a jmx_url, but this cluster reads prometheus endpoints")
+            if broker.metrics_url is None and (broker.host is None or prometheus.port is None):
+                raise ValueError(
+                    f"broker {broker.id} has no metrics_url; give it one, or give it a host and set prometheus.port"
+                )
+        if prometheus.tls is not None and not any(
+            (broker.metrics_url or f"{prometheus.scheme}:").startswith("https:") for broker in self.brokers
+        ):
+            raise ValueError("prometheus.tls is set but every endpoint is http: set scheme https or https metrics_urls")
+        return self
+
+    @staticmethod
+    def _unique_broker_ids(brokers: list[BrokerConfig]) -> None:
+        ids = [broker.id for broker in brokers]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"broker ids must be unique; repeated: {duplicates}")
 
     def credentials(self) -> tuple[str | None, str | None]:
         if self.jmx is None:
@@ -225,7 +380,11 @@ class ClusterConfig(StrictModel):
 
     @property
     def polls_jmx(self) -> bool:
-        return self.jmx is not None or self.brokers is not None
+        return self.jmx is not None or (self.brokers is not None and self.prometheus is None)
+
+    @property
+    def polls_prometheus(self) -> bool:
+        return self.prometheus is not None
 
     @property
     def polls_protocol(self) -> bool:

@@ -33,6 +33,7 @@ class SourceName(StrEnum):
     API_VERSIONS = "api_versions"  # one broker's ApiVersions answer
     CLIENT_METRICS = "client_metrics"  # the cluster's KIP-714 subscriptions
     JMX = "jmx"  # one broker's KIP-511 client gauges
+    PROMETHEUS = "prometheus"  # the same gauges, from one broker's own Prometheus metrics endpoint
 
 
 class SourceError(Exception):

@@ -9,6 +9,7 @@ from exporter.sources.client_metrics import ClientMetricsSource
 from exporter.sources.discovery import DiscoverySource
 from exporter.sources.jmx import JavaRuntime, JmxSource
 from exporter.sources.kafka_session import KafkaSession
+from exporter.sources.prometheus_endpoint import PrometheusEndpointSource
 
 
 def cluster_sources(cluster: ClusterConfig, settings: Settings) -> list[Source]:
@@ -26,4 +27,8 @@ def cluster_sources(cluster: ClusterConfig, settings: Settings) -> list[Source]:
         assert deadline is not None  # resolved by CollectionConfig
         java = JavaRuntime(settings.java.path, tuple(settings.java.options))
         sources.append(JmxSource(cluster, java, deadline, discovery))
+    if cluster.polls_prometheus:
+        deadline = settings.collection.jmx_timeout_seconds
+        assert deadline is not None  # resolved by CollectionConfig
+        sources.append(PrometheusEndpointSource(cluster, deadline, discovery))
     return sources

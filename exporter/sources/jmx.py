@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,9 +18,10 @@ from functools import partial
 from jmxquery import JAR_PATH, JMXQuery
 
 from exporter.config.settings import ClusterConfig
-from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, ProcessorSuite, SourceResult
+from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, SourceResult
 from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
 from exporter.sources.discovery import DiscoverySource
+from exporter.sources.gauge_reading import gauge_reading
 from exporter.sources.object_name import parse_object_name
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,6 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
     """Turn the jar's JSON items into a reading; items of other MBean shapes are ignored."""
     clients: list[ClientConnections] = []
     deprecated: list[DeprecatedRequests] = []
-    suite_keys: dict[tuple[str, str], list[int]] = defaultdict(list)
     for item in items:
         try:
             name = parse_object_name(str(item["mBeanName"]))
@@ -170,12 +169,10 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
             and name.keys == CLIENT_GAUGE_KEYS
             and props["type"] == "socket-server-metrics"
         ):
-            slot = (props["listener"], props["networkProcessor"])
-            suite_keys[slot].append(count)
             clients.append(
                 ClientConnections(
-                    listener=slot[0],
-                    network_processor=slot[1],
+                    listener=props["listener"],
+                    network_processor=props["networkProcessor"],
                     software_name=props["clientSoftwareName"],
                     software_version=props["clientSoftwareVersion"],
                     connections=count,
@@ -196,11 +193,7 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
                     count=count,
                 )
             )
-    suites = tuple(
-        ProcessorSuite(listener, processor, keys=len(counts), live_keys=sum(1 for c in counts if c > 0))
-        for (listener, processor), counts in sorted(suite_keys.items())
-    )
-    return JmxReading(clients=tuple(clients), deprecated_requests=tuple(deprecated), suites=suites)
+    return gauge_reading(clients, deprecated)
 
 
 async def read_broker(target: JmxTarget, java: JavaRuntime, deadline_seconds: float) -> JmxReading:

@@ -1,0 +1,24 @@
+"""What every gauge source (JMX, a broker's metrics endpoint) does with the client gauges it read: one reading
+whose processor suites count every key, zero-valued ones included, so saturation is judged the same way
+whichever way the gauges were read (docs/kafka-facts/jmx-mbeans.md#gauge-suite-eviction)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, ProcessorSuite
+
+
+def gauge_reading(clients: Iterable[ClientConnections], deprecated: Iterable[DeprecatedRequests] = ()) -> JmxReading:
+    """The reading of one broker's client gauges (zero-valued ones included: judging drops them, the suites
+    count them) and deprecated-request counts."""
+    clients = tuple(clients)
+    suite_keys: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for client in clients:
+        suite_keys[(client.listener, client.network_processor)].append(client.connections)
+    suites = tuple(
+        ProcessorSuite(listener, processor, keys=len(counts), live_keys=sum(1 for c in counts if c > 0))
+        for (listener, processor), counts in sorted(suite_keys.items())
+    )
+    return JmxReading(clients=clients, deprecated_requests=tuple(deprecated), suites=suites)
