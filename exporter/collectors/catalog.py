@@ -83,7 +83,8 @@ CONNECTIONS = Family(
     "kafka_client_connections",
     Kind.GAUGE,
     f"Open connections per client software name and version (KIP-511), from JMX {CLIENT_MBEAN} "
-    "attribute connections, summed over network processors unless network_processor is a label. "
+    "attribute connections (over JMX, or as the brokers' own metrics endpoints export it: source prometheus), "
+    "summed over network processors unless network_processor is a label. "
     "Only non-zero values are exported: Kafka keeps zero-valued MBeans, we drop them. "
     "Collected in the background; see kafka_client_exporter_snapshot_timestamp_seconds.",
     _CLIENT,
@@ -95,7 +96,8 @@ DEPRECATED_REQUESTS = Family(
     "kafka_client_deprecated_requests",
     Kind.COUNTER,
     f"Requests at API versions the broker's release marks deprecated (KIP-896), per client software, from JMX "
-    f"{DEPRECATED_MBEAN} attribute Count (brokers 3.7-3.9 only). Not all of them fail on 4.x: "
+    f"{DEPRECATED_MBEAN} attribute Count or its series on the brokers' metrics endpoints (brokers 3.7-3.9 only). "
+    "Not all of them fail on 4.x: "
     "kafka_client_upgrade_blocking_requests_total holds those that do.",
     _DEPRECATED,
 )
