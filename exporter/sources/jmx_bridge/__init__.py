@@ -83,7 +83,7 @@ class JmxBridge(JmxTransport):
         self._process: subprocess.Popen[bytes] | None = None
         self._pending: dict[int, _Pending] = {}
         self._ids = itertools.count(1)
-        self._last_answer = time.monotonic()
+        self._last_answer = self._started_at = time.monotonic()
 
     def command(self) -> list[str]:
         """The bridge's command line: no credentials, they come over stdin."""
@@ -125,7 +125,9 @@ class JmxBridge(JmxTransport):
         try:
             return await asyncio.wait_for(future, deadline_seconds)
         except TimeoutError:
-            stalled = self._last_answer < sent
+            # Nothing at all came back since this request went out; a bridge started by this very request is
+            # spared (its JVM start counts against the deadline), the next cycle judges it.
+            stalled = self._last_answer < sent and self._started_at < sent
             if stalled:
                 log.warning("the JMX bridge answered nothing for %g s; restarting it", deadline_seconds)
                 self._kill(process)
@@ -192,7 +194,7 @@ class JmxBridge(JmxTransport):
                 Reason.JAVA_NOT_FOUND, f"java executable {self._java.path!r} not found; set java.path"
             ) from None
         log.info("started the JMX bridge (pid %d, %d workers)", process.pid, self._workers)
-        self._last_answer = time.monotonic()
+        self._last_answer = self._started_at = time.monotonic()
         assert process.stdout is not None and process.stderr is not None
         threading.Thread(
             target=self._read_answers, args=(process, process.stdout), name="jmx-bridge-stdout", daemon=True
