@@ -128,9 +128,8 @@ def children() -> list[int]:
 @pytest.mark.parametrize("label", [False, True], ids=["summed", "per_processor"])
 def test_the_bridge_reads_the_same_series_as_the_per_call_path(mbean_host: MBeanHost, label: bool) -> None:
     brokers = [{"id": 31 + label, "jmx_url": populate(mbean_host, 31 + label, free_port())}]
-    extra = {"network_processor_label": label}
-    bridge = series_of(*_one(settings(brokers, **extra)))
-    per_call = series_of(*_one(settings(brokers, "per_call", **extra)))
+    bridge = series_of(*_one(settings(brokers, network_processor_label=label)))
+    per_call = series_of(*_one(settings(brokers, "per_call", network_processor_label=label)))
     assert bridge == per_call
     names = {name for name, _ in bridge}
     assert {"kafka_client_connections", "kafka_client_deprecated_requests_total"} <= names
