@@ -19,6 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.snapshot import Snapshot
+from exporter.sources.jmx import JavaRuntime, JmxTarget
+from exporter.sources.jmx_bridge import JmxBridge
 from exporter.web.exposition import render_snapshot
 from kafka_double.mbean_host import MBeanHost, free_port
 
@@ -280,3 +282,24 @@ def test_no_thread_or_descriptor_growth_over_many_cycles(mbean_host: MBeanHost) 
     threads, fds = late[0] - early[0], late[1] - early[1]
     assert threads <= 2 and fds <= 2, (early, late)
     assert time.monotonic() - started < 120
+
+
+def test_the_connection_to_a_broker_no_longer_asked_for_is_closed(
+    mbean_host: MBeanHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone, staying = (populate(mbean_host, broker, free_port()) for broker in (91, 92))
+    bridge = JmxBridge(JavaRuntime(), 2, 5.0, idle_seconds=1)
+    caplog.set_level(logging.DEBUG, logger="exporter.sources.jmx_bridge")
+
+    async def run() -> None:
+        await bridge.read("c/91", JmxTarget(gone), 5.0)
+        for _ in range(15):  # only broker 92 is asked for from now on
+            await bridge.read("c/92", JmxTarget(staying), 5.0)
+            await asyncio.sleep(0.2)
+
+    try:
+        asyncio.run(run())
+    finally:
+        bridge.close()
+    assert f"closing the idle connection to {gone}" in caplog.text
+    assert f"closing the idle connection to {staying}" not in caplog.text

@@ -81,7 +81,8 @@ public final class JmxBridge {
         long idleNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(args[1]));
         ExecutorService pool = Executors.newFixedThreadPool(workers, daemon("jmx-bridge-worker"));
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(daemon("jmx-bridge-timer"));
-        timer.scheduleWithFixedDelay(() -> closeIdle(idleNanos), 30, 30, TimeUnit.SECONDS);
+        long idleCheckSeconds = Math.max(1, Math.min(30, Long.parseLong(args[1])));
+        timer.scheduleWithFixedDelay(() -> closeIdle(idleNanos), idleCheckSeconds, idleCheckSeconds, TimeUnit.SECONDS);
         log("started with " + workers + " workers");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
@@ -125,15 +126,22 @@ public final class JmxBridge {
 
     private static void serve(Object id, Map<String, Object> request, AtomicBoolean answered, long deadline) {
         String key = String.valueOf(request.get("broker"));
-        Broker broker = BROKERS.computeIfAbsent(key, k -> new Broker());
-        broker.lastAsked = System.nanoTime();
-        try {
-            if (!broker.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                return; // the previous read of this broker is still stuck; the timer answers this one
+        Broker broker;
+        while (true) {
+            broker = BROKERS.computeIfAbsent(key, k -> new Broker());
+            broker.lastAsked = System.nanoTime();
+            try {
+                if (!broker.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    return; // the previous read of this broker is still stuck; the timer answers this one
+                }
+            } catch (InterruptedException interrupted) {
+                Thread.currentThread().interrupt();
+                return;
             }
-        } catch (InterruptedException interrupted) {
-            Thread.currentThread().interrupt();
-            return;
+            if (BROKERS.get(key) == broker) {
+                break; // held and still listed: closeIdle (which takes the lock) can no longer drop it
+            }
+            broker.lock.unlock(); // closeIdle dropped it just now; a connection made on it would leak
         }
         try {
             List<String> items = read(broker, request, deadline);
