@@ -17,7 +17,9 @@ _MIN_IDLE_SECONDS = 60.0
 
 
 def jmx_transport(settings: Settings) -> JmxTransport:
-    """The exporter's one JMX transport, shared by every cluster's JMX source; its owner closes it."""
+    """The exporter's one JMX transport, shared by every cluster's JMX source; its owner closes it.
+    A JMX TLS configuration needs its own JVM options (trust and key stores), so once clusters can have one, each
+    distinct configuration gets its own JmxBridge and this becomes a lookup by the cluster's configuration."""
     java = JavaRuntime(settings.java.path, tuple(settings.java.options))
     collection = settings.collection
     if collection.jmx_transport == "per_call":
