@@ -9,6 +9,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,14 +236,22 @@ def test_a_black_holed_broker_among_49_healthy_ones_costs_only_its_own_up(
 
 
 def test_a_bridge_killed_mid_cycle_fails_that_cycles_reads_and_the_next_cycle_is_complete(
-    mbean_host: MBeanHost, silent_port: int
+    mbean_host: MBeanHost,
 ) -> None:
     healthy = [{"id": 70 + i, "jmx_url": populate(mbean_host, 70 + i, free_port())} for i in range(3)]
-    silent = {"id": 79, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{silent_port}/jmxrmi"}
+    # A listening socket that never accepts: the kernel completes the TCP handshake, nothing ever answers.
+    black_hole = socket.create_server(("127.0.0.1", 0))
+    port = black_hole.getsockname()[1]
+    silent = {"id": 79, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{port}/jmxrmi"}
     loop = CollectionLoop(settings([*healthy, silent], timeout=3))
 
     async def run() -> list[Snapshot]:
+        nonlocal black_hole
         warm = await loop.run_cycle()  # the bridge is up and holds its connections
+        # Resetting the black hole ends the bridge's stuck connect, so the next cycle's read of it is pending.
+        black_hole.close()
+        black_hole = socket.create_server(("127.0.0.1", port))
+        await asyncio.sleep(0.5)
         task = asyncio.create_task(loop.run_cycle())
         await asyncio.sleep(1.0)  # the healthy brokers have answered; the black-holed one is pending
         [pid] = bridge_pids()
@@ -254,6 +263,7 @@ def test_a_bridge_killed_mid_cycle_fails_that_cycles_reads_and_the_next_cycle_is
         warm, killed, after = asyncio.run(run())
     finally:
         loop.close()
+        black_hole.close()
     healthy_up = {str(b["id"]): (True, None) for b in healthy}
     assert up(warm) == {**healthy_up, "79": (False, "timeout")}
     assert up(killed) == {**healthy_up, "79": (False, "jmx_bridge")}
@@ -310,3 +320,23 @@ def test_the_connection_to_a_broker_no_longer_asked_for_is_closed(
         bridge.close()
     assert f"closing the idle connection to {gone}" in caplog.text
     assert f"closing the idle connection to {staying}" not in caplog.text
+
+
+def test_more_black_holed_brokers_than_workers_do_not_starve_the_healthy_ones(mbean_host: MBeanHost) -> None:
+    """A whole unreachable cluster: its connects wait on their own threads, not on the bridge's two workers."""
+    servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(6)]  # accept into the backlog, never answer
+    try:
+        healthy = [{"id": 160 + i, "jmx_url": populate(mbean_host, 160 + i, free_port())} for i in range(3)]
+        silent = [
+            {"id": 170 + i, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{s.getsockname()[1]}/jmxrmi"}
+            for i, s in enumerate(servers)
+        ]
+        snapshots, _ = collect(settings([*silent, *healthy], timeout=2, max_concurrency=2), cycles=2)
+    finally:
+        for server in servers:
+            server.close()
+    for snapshot in snapshots:
+        assert up(snapshot) == {
+            **{str(b["id"]): (False, "timeout") for b in silent},
+            **{str(b["id"]): (True, None) for b in healthy},
+        }

@@ -24,35 +24,33 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.FutureTask;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.ReentrantLock;
 
 public final class JmxBridge {
     private static final Writer OUT =
             new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
     private static final Map<String, Broker> BROKERS = new ConcurrentHashMap<>();
-    private static final Object ABANDONED = new Object();
+    private static ExecutorService pool;
 
-    /** One broker's connection; `lock` keeps one read per broker at a time (a JMXConnector is not ours to share). */
+    /**
+     * One broker's connection. `busy` admits one read per broker at a time (a JMXConnector is not ours to share);
+     * a semaphore, not a lock, because a connect thread hands it on to the worker that reads. The other fields
+     * are only touched while holding it.
+     */
     private static final class Broker {
-        final ReentrantLock lock = new ReentrantLock();
+        final Semaphore busy = new Semaphore(1);
         volatile long lastAsked = System.nanoTime();
         String url;
         String username;
         String password;
         JMXConnector connector;
-        // Set by the deadline timer when a read overran: the connection is suspect, reconnect next time.
-        volatile boolean broken;
 
         void close() {
             JMXConnector old = connector;
@@ -64,6 +62,33 @@ public final class JmxBridge {
                     // the connection is gone either way
                 }
             }
+        }
+    }
+
+    /** One request's answer, given once: by its read or, failing that, by the deadline timer. */
+    private static final class Reply {
+        final Object id;
+        final AtomicBoolean answered = new AtomicBoolean();
+
+        Reply(Object id) {
+            this.id = id;
+        }
+
+        void items(List<String> items) {
+            if (answered.compareAndSet(false, true)) {
+                respond("{\"id\":" + Json.quoteId(id) + ",\"items\":[" + String.join(",", items) + "]}");
+            }
+        }
+
+        void error(String kind, String message) {
+            if (answered.compareAndSet(false, true)) {
+                respond("{\"id\":" + Json.quoteId(id) + ",\"error\":" + Json.quote(kind) + ",\"message\":"
+                        + Json.quote(message) + "}");
+            }
+        }
+
+        void error(Failure failure) {
+            error(failure.kind, failure.getMessage());
         }
     }
 
@@ -79,7 +104,7 @@ public final class JmxBridge {
     public static void main(String[] args) throws Exception {
         int workers = Integer.parseInt(args[0]);
         long idleNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(args[1]));
-        ExecutorService pool = Executors.newFixedThreadPool(workers, daemon("jmx-bridge-worker"));
+        pool = Executors.newFixedThreadPool(workers, daemon("jmx-bridge-worker"));
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(daemon("jmx-bridge-timer"));
         long idleCheckSeconds = Math.max(1, Math.min(30, Long.parseLong(args[1])));
         timer.scheduleWithFixedDelay(() -> closeIdle(idleNanos), idleCheckSeconds, idleCheckSeconds, TimeUnit.SECONDS);
@@ -97,111 +122,140 @@ public final class JmxBridge {
                 log("unreadable request: " + error.getMessage());
                 continue;
             }
-            Object id = request.get("id");
-            AtomicBoolean answered = new AtomicBoolean();
+            Reply reply = new Reply(request.get("id"));
             long timeoutMs = ((Number) request.getOrDefault("timeout_ms", 10000L)).longValue();
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-            pool.execute(() -> serve(id, request, answered, deadline));
-            // The bridge answers by the deadline even when a read is stuck in RMI: that read's worker is freed by
-            // the RMI timeouts, and the exporter can tell a slow broker from a bridge that stopped answering.
-            timer.schedule(() -> {
-                if (answered.compareAndSet(false, true)) {
-                    Broker broker = BROKERS.get(String.valueOf(request.get("broker")));
-                    if (broker != null) {
-                        broker.broken = true;
-                    }
-                    respondError(id, "timeout", "JMX query at " + request.get("url") + " did not finish within "
-                            + timeoutMs + " ms");
-                }
-            }, timeoutMs, TimeUnit.MILLISECONDS);
+            pool.execute(() -> serve(reply, request));
+            // The bridge answers by the deadline even when a read is stuck in RMI (the RMI timeouts free that
+            // thread later), so the exporter can tell a slow broker from a bridge that stopped answering.
+            timer.schedule(() -> reply.error("timeout", "JMX query at " + request.get("url")
+                    + " did not finish within " + timeoutMs + " ms"), timeoutMs, TimeUnit.MILLISECONDS);
         }
         log("stdin closed; closing " + BROKERS.size() + " connections");
         for (Broker broker : BROKERS.values()) {
-            if (broker.lock.tryLock()) {
+            if (broker.busy.tryAcquire()) {
                 broker.close();
             }
         }
         System.exit(0);
     }
 
-    private static void serve(Object id, Map<String, Object> request, AtomicBoolean answered, long deadline) {
+    /** On a worker: read over the kept connection, or hand the broker to a connect thread. */
+    @SuppressWarnings("unchecked")
+    private static void serve(Reply reply, Map<String, Object> request) {
         String key = String.valueOf(request.get("broker"));
-        Broker broker;
-        while (true) {
-            broker = BROKERS.computeIfAbsent(key, k -> new Broker());
-            broker.lastAsked = System.nanoTime();
-            try {
-                if (!broker.lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                    return; // the previous read of this broker is still stuck; the timer answers this one
+        String url = (String) request.get("url");
+        Broker broker = claim(key);
+        if (broker == null) {
+            reply.error("timeout", "JMX query at " + url + ": the previous read of this broker has not finished");
+            return;
+        }
+        boolean handedOver = false;
+        try {
+            ArrayList<JMXMetric> queries = new ArrayList<>();
+            for (Object query : (List<Object>) request.get("queries")) {
+                try {
+                    queries.add(new JMXMetric((String) query));
+                } catch (Exception error) {
+                    throw new Failure("jmx_error", "bad query " + query + ": " + error);
                 }
-            } catch (InterruptedException interrupted) {
-                Thread.currentThread().interrupt();
-                return;
+            }
+            String username = (String) request.get("username");
+            String password = (String) request.get("password");
+            if (!url.equals(broker.url) || !Objects.equals(username, broker.username)
+                    || !Objects.equals(password, broker.password)) {
+                broker.close();
+                broker.url = url;
+                broker.username = username;
+                broker.password = password;
+            }
+            if (broker.connector != null) {
+                try {
+                    reply.items(query(broker, queries));
+                    return;
+                } catch (Failure failure) {
+                    broker.close();
+                    if ("authentication".equals(failure.kind) || reply.answered.get()) {
+                        reply.error(failure);
+                        return;
+                    }
+                    // A kept connection fails once after the broker restarted on the same port: a fresh one reads
+                    // it in this same request.
+                    log("reconnecting to " + url + " after: " + failure.getMessage());
+                }
+            }
+            connectThenRead(broker, queries, reply);
+            handedOver = true;
+        } catch (Failure failure) {
+            reply.error(failure);
+        } finally {
+            if (!handedOver) {
+                broker.busy.release();
+            }
+        }
+    }
+
+    /** The broker's entry, held; null when its previous read still holds it. */
+    private static Broker claim(String key) {
+        while (true) {
+            Broker broker = BROKERS.computeIfAbsent(key, k -> new Broker());
+            broker.lastAsked = System.nanoTime();
+            if (!broker.busy.tryAcquire()) {
+                return null;
             }
             if (BROKERS.get(key) == broker) {
-                break; // held and still listed: closeIdle (which takes the lock) can no longer drop it
+                return broker; // held and still listed: closeIdle (which must hold it too) can no longer drop it
             }
-            broker.lock.unlock(); // closeIdle dropped it just now; a connection made on it would leak
-        }
-        try {
-            List<String> items = read(broker, request, deadline);
-            if (answered.compareAndSet(false, true)) {
-                respond("{\"id\":" + Json.quoteId(id) + ",\"items\":[" + String.join(",", items) + "]}");
-            }
-        } catch (Failure failure) {
-            if (answered.compareAndSet(false, true)) {
-                respondError(id, failure.kind, failure.getMessage());
-            }
-        } finally {
-            broker.lock.unlock();
+            broker.busy.release(); // closeIdle dropped it just now; a connection made on it would leak
         }
     }
 
-    @SuppressWarnings("unchecked")
-    private static List<String> read(Broker broker, Map<String, Object> request, long deadline) throws Failure {
-        String url = (String) request.get("url");
-        String username = (String) request.get("username");
-        String password = (String) request.get("password");
-        if (!url.equals(broker.url) || !Objects.equals(username, broker.username)
-                || !Objects.equals(password, broker.password) || broker.broken) {
-            broker.close();
-            broker.url = url;
-            broker.username = username;
-            broker.password = password;
-            broker.broken = false;
-        }
-        ArrayList<JMXMetric> queries = new ArrayList<>();
-        for (Object query : (List<Object>) request.get("queries")) {
+    /**
+     * JMXConnectorFactory.connect has no timeout of its own and an unreachable broker can hold it until the RMI
+     * timeouts: it runs on a thread of its own, so the workers stay free for the brokers that answer (the timer
+     * answers the request at its deadline). A connect that succeeds late is kept for the next request.
+     */
+    private static void connectThenRead(Broker broker, ArrayList<JMXMetric> queries, Reply reply) {
+        String url = broker.url;
+        String username = broker.username;
+        String password = broker.password;
+        Thread thread = daemon("jmx-bridge-connect").newThread(() -> {
+            boolean handedOver = false;
             try {
-                queries.add(new JMXMetric((String) query));
-            } catch (Exception error) {
-                throw new Failure("jmx_error", "bad query " + query + ": " + error);
+                try {
+                    // The (url) constructor alone would attach to a local process id.
+                    broker.connector = new JMXConnector(url, username, password);
+                    log("connected to " + url);
+                } catch (SecurityException error) {
+                    reply.error("authentication", "JMX authentication failed at " + url + ": " + describe(error));
+                    return;
+                } catch (Exception error) {
+                    reply.error("connection", "cannot connect to JMX at " + url + ": " + describe(error));
+                    return;
+                }
+                if (reply.answered.get()) {
+                    return;
+                }
+                pool.execute(() -> {
+                    try {
+                        reply.items(query(broker, queries));
+                    } catch (Failure failure) {
+                        broker.close();
+                        reply.error(failure);
+                    } finally {
+                        broker.busy.release();
+                    }
+                });
+                handedOver = true;
+            } finally {
+                if (!handedOver) {
+                    broker.busy.release();
+                }
             }
-        }
-        boolean reused = broker.connector != null;
-        try {
-            return query(broker, queries, deadline);
-        } catch (Failure failure) {
-            broker.close();
-            // A kept connection fails once after the broker restarted on the same port: a fresh one reads it now.
-            if (!reused || "authentication".equals(failure.kind) || System.nanoTime() >= deadline) {
-                throw failure;
-            }
-            log("reconnecting to " + url + " after: " + failure.getMessage());
-            try {
-                return query(broker, queries, deadline);
-            } catch (Failure again) {
-                broker.close();
-                throw again;
-            }
-        }
+        });
+        thread.start();
     }
 
-    private static List<String> query(Broker broker, ArrayList<JMXMetric> queries, long deadline) throws Failure {
-        if (broker.connector == null) {
-            broker.connector = connect(broker.url, broker.username, broker.password, deadline);
-            log("connected to " + broker.url);
-        }
+    private static List<String> query(Broker broker, ArrayList<JMXMetric> queries) throws Failure {
         List<String> items = new ArrayList<>();
         try {
             // Fresh metric objects each time: getMetrics fills in values and types on the ones it returns.
@@ -223,46 +277,11 @@ public final class JmxBridge {
         return items;
     }
 
-    /** JMXConnectorFactory.connect has no timeout of its own: connect on a worker and give up at the deadline. */
-    private static JMXConnector connect(String url, String username, String password, long deadline)
-            throws Failure {
-        // Either the connect thread publishes its connector here first, or the caller gives up first and the
-        // connect thread closes what it made: a connect that succeeds after the deadline leaks nothing.
-        AtomicReference<Object> handover = new AtomicReference<>();
-        FutureTask<JMXConnector> task = new FutureTask<>(() -> {
-            JMXConnector made = new JMXConnector(url, username, password); // (url) alone means a local pid
-            if (!handover.compareAndSet(null, made)) {
-                made.disconnect();
-            }
-            return made;
-        });
-        daemon("jmx-bridge-connect").newThread(task).start();
-        try {
-            return task.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException timeout) {
-            Object made = handover.getAndSet(ABANDONED);
-            if (made instanceof JMXConnector) {
-                return (JMXConnector) made; // it connected just in time
-            }
-            // The connect thread ends when the RMI connection and handshake timeouts expire.
-            throw new Failure("timeout", "no JMX connection to " + url + " within the deadline");
-        } catch (InterruptedException interrupted) {
-            Thread.currentThread().interrupt();
-            throw new Failure("timeout", "interrupted while connecting to " + url);
-        } catch (ExecutionException failed) {
-            Throwable cause = failed.getCause();
-            if (cause instanceof SecurityException) {
-                throw new Failure("authentication", "JMX authentication failed at " + url + ": " + describe(cause));
-            }
-            throw new Failure("connection", "cannot connect to JMX at " + url + ": " + describe(cause));
-        }
-    }
-
     private static void closeIdle(long idleNanos) {
         long now = System.nanoTime();
         for (Map.Entry<String, Broker> entry : BROKERS.entrySet()) {
             Broker broker = entry.getValue();
-            if (now - broker.lastAsked > idleNanos && broker.lock.tryLock()) {
+            if (now - broker.lastAsked > idleNanos && broker.busy.tryAcquire()) {
                 try {
                     if (BROKERS.remove(entry.getKey(), broker)) {
                         if (broker.connector != null) {
@@ -271,7 +290,7 @@ public final class JmxBridge {
                         broker.close();
                     }
                 } finally {
-                    broker.lock.unlock();
+                    broker.busy.release();
                 }
             }
         }
@@ -287,11 +306,6 @@ public final class JmxBridge {
             text += " (caused by " + root.getClass().getSimpleName() + ": " + root.getMessage() + ")";
         }
         return text;
-    }
-
-    private static void respondError(Object id, String kind, String message) {
-        respond("{\"id\":" + Json.quoteId(id) + ",\"error\":" + Json.quote(kind) + ",\"message\":"
-                + Json.quote(message) + "}");
     }
 
     private static void respond(String line) {
