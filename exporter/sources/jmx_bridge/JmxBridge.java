@@ -258,7 +258,7 @@ public final class JmxBridge {
     private static List<String> query(Broker broker, ArrayList<JMXMetric> queries) throws Failure {
         List<String> items = new ArrayList<>();
         try {
-            // Fresh metric objects each time: getMetrics fills in values and types on the ones it returns.
+            // getMetrics fills in the objects it is given: a retry on a new connection starts from clean copies.
             ArrayList<JMXMetric> fresh = new ArrayList<>();
             for (JMXMetric query : queries) {
                 fresh.add(new JMXMetric(query.getmBeanName(), query.getAttribute(), query.getAttributeKey()));
