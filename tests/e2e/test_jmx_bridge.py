@@ -271,6 +271,31 @@ def test_a_bridge_killed_mid_cycle_fails_that_cycles_reads_and_the_next_cycle_is
     assert bridge_pids() == []  # closed with the loop
 
 
+def test_a_frozen_bridge_is_replaced_and_costs_one_cycle(mbean_host: MBeanHost) -> None:
+    brokers = [{"id": 95 + i, "jmx_url": populate(mbean_host, 95 + i, free_port())} for i in range(2)]
+    loop = CollectionLoop(settings(brokers, timeout=2))
+
+    async def run() -> tuple[list[Snapshot], int, int]:
+        first = await loop.run_cycle()
+        [frozen] = bridge_pids()
+        os.kill(frozen, signal.SIGSTOP)  # alive, holding its pipes, answering nothing
+        stalled = await loop.run_cycle()
+        after = await loop.run_cycle()
+        [replacement] = bridge_pids()
+        return [first, stalled, after], frozen, replacement
+
+    try:
+        (first, stalled, after), frozen, replacement = asyncio.run(run())
+    finally:
+        loop.close()
+    assert replacement != frozen
+    assert not Path(f"/proc/{frozen}").exists() or "Z" in Path(f"/proc/{frozen}/stat").read_text().split()[2]
+    healthy = {str(b["id"]): (True, None) for b in brokers}
+    assert up(first) == up(after) == healthy
+    assert up(stalled) == {broker: (False, "jmx_bridge") for broker in healthy}
+    assert stalled.cycle_duration_seconds < 3
+
+
 def test_no_thread_or_descriptor_growth_over_many_cycles(mbean_host: MBeanHost) -> None:
     brokers = [{"id": 80 + i, "jmx_url": populate(mbean_host, 80 + i, free_port())} for i in range(3)]
     brokers.append({"id": 89, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{free_port()}/jmxrmi"})
