@@ -129,8 +129,8 @@ class JmxBridge(JmxTransport):
             # spared (its JVM start counts against the deadline), the next cycle judges it.
             stalled = self._last_answer < sent and self._started_at < sent
             if stalled:
-                log.warning("the JMX bridge answered nothing for %g s; restarting it", deadline_seconds)
-                self._kill(process)
+                if self._kill(process):  # every read waiting on it lands here: one log line
+                    log.warning("the JMX bridge answered nothing for %g s; restarting it", deadline_seconds)
                 raise JmxError(
                     Reason.JMX_BRIDGE,
                     f"the JMX bridge answered nothing for {deadline_seconds:g} s (reading {target.url}); "
@@ -202,11 +202,14 @@ class JmxBridge(JmxTransport):
         threading.Thread(target=self._read_log, args=(process.stderr,), name="jmx-bridge-stderr", daemon=True).start()
         return process
 
-    def _kill(self, process: subprocess.Popen[bytes]) -> None:
+    def _kill(self, process: subprocess.Popen[bytes]) -> bool:
+        """Kill `process`; whether it was still the bridge in use (not already let go of)."""
         with self._lock:
-            if self._process is process:
+            current = self._process is process
+            if current:
                 self._process = None
         process.kill()  # its stdout reader fails what is still waiting on it
+        return current
 
     def _read_answers(self, process: subprocess.Popen[bytes], stream: IO[bytes]) -> None:
         for line in stream:
