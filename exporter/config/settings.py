@@ -421,7 +421,14 @@ class WebConfig(StrictModel):
 
 class CollectionConfig(StrictModel):
     interval_seconds: float = Field(default=30.0, gt=0, le=3600)
-    max_concurrency: int = Field(default=8, ge=1, le=256, description="JMX calls (JVMs) running at once")
+    max_concurrency: int = Field(
+        default=8, ge=1, le=256, description="JMX reads running at once (bridge threads, or per_call JVMs)"
+    )
+    jmx_transport: Literal["bridge", "per_call"] = Field(
+        default="bridge",
+        description="bridge: one long-lived JVM keeps a JMX connection per broker open; "
+        "per_call: a new JVM per broker per cycle (the password is on its command line)",
+    )
     # Hard deadline per broker JMX call; unset: 10 s, or the interval when that is shorter.
     jmx_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
     # Per Kafka request and per bootstrap (metadata, ApiVersions, ListConfigResources, DescribeConfigs);

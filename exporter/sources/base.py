@@ -23,6 +23,7 @@ class Reason(StrEnum):
     JMX_ERROR = "jmx_error"
     INVALID_RESPONSE = "invalid_response"
     JAVA_NOT_FOUND = "java_not_found"
+    JMX_BRIDGE = "jmx_bridge"  # the long-lived JMX bridge JVM died or stopped answering; it is restarted
     PROTOCOL = "protocol"
 
 
@@ -61,7 +62,8 @@ class Source(ABC):
 
     name: ClassVar[SourceName]
     # Whether the reads take one of the cycle's `collection.max_concurrency` slots (those that start a JVM).
-    uses_slots: ClassVar[bool] = False
+    # A class default that a source may set per instance (JmxSource follows its transport).
+    uses_slots: bool = False
 
     def __init__(self, cluster: str, after: tuple[SourceName, ...] = ()) -> None:
         self.cluster = cluster

@@ -1,8 +1,10 @@
 """JMX source: the KIP-511 client gauges and KIP-896 deprecated-request meters of one broker.
 
-We use jmxquery's bundled JMXQuery jar and its query syntax, but launch the JVM ourselves: jmxquery's own
-timeout path crashes (it decodes a None output) and without a timeout the jar waits 60 s on an endpoint
-that accepts TCP and never answers. One JVM per broker per cycle serves every query (they are batched).
+Two transports read the same queries and return the same JSON items (so `parse_reading` serves both): the
+long-lived bridge (exporter/sources/jmx_bridge/, one JVM keeping a connection per broker) and the per-call
+path here, which starts jmxquery's bundled JMXQuery jar once per broker per cycle (every query batched in one
+call). We launch that JVM ourselves: jmxquery's own timeout path crashes (it decodes a None output) and
+without a timeout the jar waits 60 s on an endpoint that accepts TCP and never answers.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import asyncio
 import json
 import logging
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import ClassVar
 
 from jmxquery import JAR_PATH, JMXQuery
 
@@ -71,20 +75,24 @@ def build_command(target: JmxTarget, java: JavaRuntime, queries: Sequence[JMXQue
     return command
 
 
-def _redact(text: str, target: JmxTarget) -> str:
+def redact(text: str, target: JmxTarget) -> str:
     text = " ".join(text.split())[:_DETAIL_CHARS]
     if target.password:
         text = text.replace(target.password, "***")
     return text
 
 
+def authentication_failed(target: JmxTarget) -> JmxError:
+    return JmxError(
+        Reason.AUTHENTICATION,
+        f"JMX authentication failed at {target.url} for user {target.username or '(none)'}: "
+        "check the JMX username and password",
+    )
+
+
 def _classify_failure(returncode: int, stdout: str, stderr: str, target: JmxTarget) -> JmxError:
     if "SecurityException" in stderr or "Authentication failed" in stderr or "Credentials required" in stderr:
-        return JmxError(
-            Reason.AUTHENTICATION,
-            f"JMX authentication failed at {target.url} for user {target.username or '(none)'}: "
-            "check the JMX username and password",
-        )
+        return authentication_failed(target)
     try:
         reported = json.loads(stdout, strict=False)
     except ValueError:
@@ -92,9 +100,9 @@ def _classify_failure(returncode: int, stdout: str, stderr: str, target: JmxTarg
     if isinstance(reported, dict) and "error" in reported:
         return JmxError(
             Reason.CONNECTION,
-            f"cannot connect to JMX at {target.url}: {_redact(str(reported.get('message')), target)}",
+            f"cannot connect to JMX at {target.url}: {redact(str(reported.get('message')), target)}",
         )
-    detail = _redact(stderr or stdout, target) or "no output"
+    detail = redact(stderr or stdout, target) or "no output"
     return JmxError(Reason.JMX_ERROR, f"JMX query at {target.url} failed (exit {returncode}): {detail}")
 
 
@@ -133,7 +141,7 @@ async def run_queries(
         items = json.loads(stdout or "[]", strict=False)
     except ValueError:
         raise JmxError(
-            Reason.INVALID_RESPONSE, f"JMX query at {target.url} returned no JSON: {_redact(stdout, target)}"
+            Reason.INVALID_RESPONSE, f"JMX query at {target.url} returned no JSON: {redact(stdout, target)}"
         ) from None
     if not isinstance(items, list):
         raise JmxError(
@@ -200,6 +208,33 @@ async def read_broker(target: JmxTarget, java: JavaRuntime, deadline_seconds: fl
     return parse_reading(await run_queries(target, java, deadline_seconds))
 
 
+class JmxTransport(ABC):
+    """How the JMX queries reach a broker; one per exporter, shared by every cluster's JmxSource."""
+
+    # Whether each read takes one of the cycle's `collection.max_concurrency` slots (a read that starts a JVM).
+    uses_slots: ClassVar[bool]
+
+    @abstractmethod
+    async def read(self, broker: str, target: JmxTarget, deadline_seconds: float) -> list[dict]:
+        """The JSON items of `QUERIES` at `target`, as jmxquery's jar prints them; `broker` names the broker
+        across cycles (cluster and broker id). Raises JmxError."""
+
+    def close(self) -> None:  # noqa: B027 - the per-call transport holds nothing open
+        """Release what the transport keeps open across cycles."""
+
+
+class PerCallTransport(JmxTransport):
+    """A new JVM per broker per cycle (jmxquery's jar); the password is on that JVM's command line."""
+
+    uses_slots = True
+
+    def __init__(self, java: JavaRuntime) -> None:
+        self._java = java
+
+    async def read(self, broker: str, target: JmxTarget, deadline_seconds: float) -> list[dict]:
+        return await run_queries(target, self._java, deadline_seconds)
+
+
 def jmx_url_for(host: str, port: int) -> str:
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
@@ -208,18 +243,22 @@ def jmx_url_for(host: str, port: int) -> str:
 
 class JmxSource(Source):
     """The cluster's listed brokers at their JMX endpoints, or else the brokers discovery knows at jmx.port.
-    Every read starts a JVM, so reads take the cycle's concurrency slots."""
+    Reads take the cycle's concurrency slots when the transport starts a JVM per read."""
 
     name = SourceName.JMX
-    uses_slots = True
 
     def __init__(
-        self, cluster: ClusterConfig, java: JavaRuntime, deadline_seconds: float, discovery: DiscoverySource | None
+        self,
+        cluster: ClusterConfig,
+        transport: JmxTransport,
+        deadline_seconds: float,
+        discovery: DiscoverySource | None,
     ) -> None:
         listed = cluster.brokers is not None
         super().__init__(cluster.name, after=() if listed or discovery is None else (SourceName.DISCOVERY,))
+        self.uses_slots = transport.uses_slots
         self._config = cluster
-        self._java = java
+        self._transport = transport
         self._deadline_seconds = deadline_seconds
         self._discovery = None if listed else discovery
 
@@ -239,8 +278,8 @@ class JmxSource(Source):
             for b in self._discovery.brokers()
         ]
 
+    async def _read(self, broker: str, target: JmxTarget) -> JmxReading:
+        return parse_reading(await self._transport.read(f"{self.cluster}/{broker}", target, self._deadline_seconds))
+
     def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
-        return [
-            Poll(broker, partial(read_broker, target, self._java, self._deadline_seconds))
-            for broker, target in self._targets()
-        ]
+        return [Poll(broker, partial(self._read, broker, target)) for broker, target in self._targets()]

@@ -28,6 +28,7 @@ NOT_SOURCE = shutil.ignore_patterns(
 DATA_FILES = {
     "exporter/kafka_releases/api_versions_by_release.csv",
     "exporter/policy/default_policy.yaml",
+    "exporter/sources/jmx_bridge/jmx-bridge.jar",
 }
 
 

@@ -11,7 +11,11 @@ from exporter.config.settings import load_settings
 from exporter.snapshot import ClientConnections, DeprecatedRequests
 from exporter.sources.cluster_sources import cluster_sources
 from exporter.sources.exposition_mapping import parse_exposition
+from exporter.sources.jmx import JavaRuntime, PerCallTransport
 from exporter.sources.prometheus_endpoint import mapping_of
+
+# These clusters read no JMX: the transport is never asked.
+NO_JMX = PerCallTransport(JavaRuntime())
 
 
 def load(tmp_path: Path, cluster: str):
@@ -31,7 +35,7 @@ def test_listed_endpoints_with_a_preset_give_one_prometheus_source(tmp_path: Pat
     )
     cluster = settings.clusters[0]
     assert cluster.polls_prometheus and not cluster.polls_jmx and not cluster.polls_protocol
-    sources = cluster_sources(cluster, settings)
+    sources = cluster_sources(cluster, settings, NO_JMX)
     assert [(s.name, s.after) for s in sources] == [("prometheus", ())]
     urls = [poll.read.args[0] for poll in sources[0].polls({})]  # type: ignore[attr-defined]
     assert urls == ["https://kafka-0.example:9404/metrics", "http://kafka-1.example:9404/metrics"]
@@ -48,7 +52,7 @@ def test_discovered_brokers_wait_for_discovery(tmp_path: Path) -> None:
                 network_processor_label: p}
 """,
     )
-    sources = cluster_sources(settings.clusters[0], settings)
+    sources = cluster_sources(settings.clusters[0], settings, NO_JMX)
     assert [(s.name, s.after) for s in sources][-1] == ("prometheus", ("discovery",))
     for source in sources:
         source.close()

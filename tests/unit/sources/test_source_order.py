@@ -14,7 +14,7 @@ from exporter.collection import CollectionLoop
 from exporter.config.settings import ClusterConfig, Settings
 from exporter.snapshot import CLUSTER_BROKER, JmxReading, Reading, Snapshot, SourceResult
 from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
-from exporter.sources.cluster_sources import cluster_sources
+from exporter.sources.cluster_sources import cluster_sources, jmx_transport
 from exporter.web.exposition import render_snapshot
 
 JMX_URL = "service:jmx:rmi:///jndi/rmi://127.0.0.1:1/jmxrmi"
@@ -36,7 +36,7 @@ def scripted(label: SourceName, read: Read, after: tuple[SourceName, ...] = (), 
 
 
 def run_with(monkeypatch: pytest.MonkeyPatch, sources: list[Source]) -> Snapshot:
-    monkeypatch.setattr(collection, "cluster_sources", lambda cluster, settings: sources)
+    monkeypatch.setattr(collection, "cluster_sources", lambda cluster, settings, jmx: sources)
     loop = CollectionLoop(SETTINGS)
     # A source waiting for one that waits for it would hang the cycle; the deadline turns that into a failure.
     return asyncio.run(asyncio.wait_for(loop.run_cycle(), 5))
@@ -125,7 +125,7 @@ def test_a_source_listed_before_one_it_runs_after_is_refused(monkeypatch: pytest
         scripted(SourceName.API_VERSIONS, nothing, after=(SourceName.DISCOVERY,)),
         scripted(SourceName.DISCOVERY, nothing),
     ]
-    monkeypatch.setattr(collection, "cluster_sources", lambda cluster, settings: sources)
+    monkeypatch.setattr(collection, "cluster_sources", lambda cluster, settings, jmx: sources)
     with pytest.raises(ValueError, match="cluster c: source api_versions runs after discovery, not before it"):
         CollectionLoop(SETTINGS)
 
@@ -165,7 +165,7 @@ def cluster(**config: object) -> ClusterConfig:
 def test_a_clusters_configuration_enables_its_sources(
     config: dict, expected: list[tuple[str, tuple[str, ...]]]
 ) -> None:
-    sources = cluster_sources(cluster(**config), SETTINGS)
+    sources = cluster_sources(cluster(**config), SETTINGS, jmx_transport(SETTINGS))
     try:
         assert [(s.name, s.after) for s in sources] == expected
     finally:

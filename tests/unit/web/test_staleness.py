@@ -164,7 +164,7 @@ def test_when_every_cycle_raises_healthz_fails_and_no_client_series_are_served(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     source = BrokenAfterFirstCycle()
-    monkeypatch.setattr(collection, "cluster_sources", lambda cluster, settings: [source])
+    monkeypatch.setattr(collection, "cluster_sources", lambda cluster, settings, jmx: [source])
     clock = Clock(5000.0)
     exposition = Exposition(stale_after_seconds=SETTINGS.collection.stale_after_seconds, clock=clock)
     loop = CollectionLoop(

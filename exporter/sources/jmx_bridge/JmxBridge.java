@@ -1,0 +1,488 @@
+// The exporter's long-lived JMX bridge: one JVM that keeps one JMX connection per broker open across cycles.
+// Protocol (one JSON object per line): requests on stdin
+//   {"id": 7, "broker": "prod/1", "url": "service:jmx:rmi:///jndi/rmi://h:9999/jmxrmi", "username": "u",
+//    "password": "p", "timeout_ms": 1750, "queries": ["kafka.server:type=...,*/connections", ...]}
+// and responses on stdout, in completion order:
+//   {"id": 7, "items": [...]}                         items exactly as jmxquery's jar prints them
+//   {"id": 7, "error": "connection", "message": "..."}  error: connection | authentication | timeout | jmx_error
+// Credentials arrive only here, never on the command line, and are never written to stderr (log lines only).
+// Arguments: <worker threads> <idle seconds after which an unasked broker's connection is closed>.
+// Read and connect timeouts of RMI itself come from -Dsun.rmi.transport.* options set by the exporter.
+
+import com.outlyer.jmx.jmxquery.JMXConnector;
+import com.outlyer.jmx.jmxquery.JMXMetric;
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+public final class JmxBridge {
+    private static final Writer OUT =
+            new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
+    private static final Map<String, Broker> BROKERS = new ConcurrentHashMap<>();
+    private static ExecutorService pool;
+
+    /**
+     * One broker's connection. `busy` admits one read per broker at a time (a JMXConnector is not ours to share);
+     * a semaphore, not a lock, because a connect thread hands it on to the worker that reads. The other fields
+     * are only touched while holding it.
+     */
+    private static final class Broker {
+        final Semaphore busy = new Semaphore(1);
+        volatile long lastAsked = System.nanoTime();
+        String url;
+        String username;
+        String password;
+        JMXConnector connector;
+
+        void close() {
+            JMXConnector old = connector;
+            connector = null;
+            if (old != null) {
+                try {
+                    old.disconnect();
+                } catch (Exception ignored) {
+                    // the connection is gone either way
+                }
+            }
+        }
+    }
+
+    /** One request's answer, given once: by its read or, failing that, by the deadline timer. */
+    private static final class Reply {
+        final Object id;
+        final AtomicBoolean answered = new AtomicBoolean();
+
+        Reply(Object id) {
+            this.id = id;
+        }
+
+        void items(List<String> items) {
+            if (answered.compareAndSet(false, true)) {
+                respond("{\"id\":" + Json.quoteId(id) + ",\"items\":[" + String.join(",", items) + "]}");
+            }
+        }
+
+        void error(String kind, String message) {
+            if (answered.compareAndSet(false, true)) {
+                respond("{\"id\":" + Json.quoteId(id) + ",\"error\":" + Json.quote(kind) + ",\"message\":"
+                        + Json.quote(message) + "}");
+            }
+        }
+
+        void error(Failure failure) {
+            error(failure.kind, failure.getMessage());
+        }
+    }
+
+    private static final class Failure extends Exception {
+        final String kind;
+
+        Failure(String kind, String message) {
+            super(message);
+            this.kind = kind;
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        int workers = Integer.parseInt(args[0]);
+        long idleNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(args[1]));
+        pool = Executors.newFixedThreadPool(workers, daemon("jmx-bridge-worker"));
+        ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(daemon("jmx-bridge-timer"));
+        long idleCheckSeconds = Math.max(1, Math.min(30, Long.parseLong(args[1])));
+        timer.scheduleWithFixedDelay(() -> closeIdle(idleNanos), idleCheckSeconds, idleCheckSeconds, TimeUnit.SECONDS);
+        log("started with " + workers + " workers");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            Map<String, Object> request;
+            try {
+                request = Json.parseObject(line);
+            } catch (IllegalArgumentException error) {
+                log("unreadable request: " + error.getMessage());
+                continue;
+            }
+            Reply reply = new Reply(request.get("id"));
+            long timeoutMs = ((Number) request.getOrDefault("timeout_ms", 10000L)).longValue();
+            pool.execute(() -> serve(reply, request));
+            // The bridge answers by the deadline even when a read is stuck in RMI (the RMI timeouts free that
+            // thread later), so the exporter can tell a slow broker from a bridge that stopped answering.
+            timer.schedule(() -> reply.error("timeout", "JMX query at " + request.get("url")
+                    + " did not finish within " + timeoutMs + " ms"), timeoutMs, TimeUnit.MILLISECONDS);
+        }
+        log("stdin closed; closing " + BROKERS.size() + " connections");
+        for (Broker broker : BROKERS.values()) {
+            if (broker.busy.tryAcquire()) {
+                broker.close();
+            }
+        }
+        System.exit(0);
+    }
+
+    /** On a worker: read over the kept connection, or hand the broker to a connect thread. */
+    @SuppressWarnings("unchecked")
+    private static void serve(Reply reply, Map<String, Object> request) {
+        String key = String.valueOf(request.get("broker"));
+        String url = (String) request.get("url");
+        Broker broker = claim(key);
+        if (broker == null) {
+            reply.error("timeout", "JMX query at " + url + ": the previous read of this broker has not finished");
+            return;
+        }
+        boolean handedOver = false;
+        try {
+            ArrayList<JMXMetric> queries = new ArrayList<>();
+            for (Object query : (List<Object>) request.get("queries")) {
+                try {
+                    queries.add(new JMXMetric((String) query));
+                } catch (Exception error) {
+                    throw new Failure("jmx_error", "bad query " + query + ": " + error);
+                }
+            }
+            String username = (String) request.get("username");
+            String password = (String) request.get("password");
+            if (!url.equals(broker.url) || !Objects.equals(username, broker.username)
+                    || !Objects.equals(password, broker.password)) {
+                broker.close();
+                broker.url = url;
+                broker.username = username;
+                broker.password = password;
+            }
+            if (broker.connector != null) {
+                try {
+                    reply.items(query(broker, queries));
+                    return;
+                } catch (Failure failure) {
+                    broker.close();
+                    if ("authentication".equals(failure.kind) || reply.answered.get()) {
+                        reply.error(failure);
+                        return;
+                    }
+                    // A kept connection fails once after the broker restarted on the same port: a fresh one reads
+                    // it in this same request.
+                    log("reconnecting to " + url + " after: " + failure.getMessage());
+                }
+            }
+            connectThenRead(broker, queries, reply);
+            handedOver = true;
+        } catch (Failure failure) {
+            reply.error(failure);
+        } finally {
+            if (!handedOver) {
+                broker.busy.release();
+            }
+        }
+    }
+
+    /** The broker's entry, held; null when its previous read still holds it. */
+    private static Broker claim(String key) {
+        while (true) {
+            Broker broker = BROKERS.computeIfAbsent(key, k -> new Broker());
+            broker.lastAsked = System.nanoTime();
+            if (!broker.busy.tryAcquire()) {
+                return null;
+            }
+            if (BROKERS.get(key) == broker) {
+                return broker; // held and still listed: closeIdle (which must hold it too) can no longer drop it
+            }
+            broker.busy.release(); // closeIdle dropped it just now; a connection made on it would leak
+        }
+    }
+
+    /**
+     * JMXConnectorFactory.connect has no timeout of its own and an unreachable broker can hold it until the RMI
+     * timeouts: it runs on a thread of its own, so the workers stay free for the brokers that answer (the timer
+     * answers the request at its deadline). A connect that succeeds late is kept for the next request.
+     */
+    private static void connectThenRead(Broker broker, ArrayList<JMXMetric> queries, Reply reply) {
+        String url = broker.url;
+        String username = broker.username;
+        String password = broker.password;
+        Thread thread = daemon("jmx-bridge-connect").newThread(() -> {
+            boolean handedOver = false;
+            try {
+                try {
+                    // The (url) constructor alone would attach to a local process id.
+                    broker.connector = new JMXConnector(url, username, password);
+                    log("connected to " + url);
+                } catch (SecurityException error) {
+                    reply.error("authentication", "JMX authentication failed at " + url + ": " + describe(error));
+                    return;
+                } catch (Exception error) {
+                    reply.error("connection", "cannot connect to JMX at " + url + ": " + describe(error));
+                    return;
+                }
+                if (reply.answered.get()) {
+                    return;
+                }
+                pool.execute(() -> {
+                    try {
+                        reply.items(query(broker, queries));
+                    } catch (Failure failure) {
+                        broker.close();
+                        reply.error(failure);
+                    } finally {
+                        broker.busy.release();
+                    }
+                });
+                handedOver = true;
+            } finally {
+                if (!handedOver) {
+                    broker.busy.release();
+                }
+            }
+        });
+        thread.start();
+    }
+
+    private static List<String> query(Broker broker, ArrayList<JMXMetric> queries) throws Failure {
+        List<String> items = new ArrayList<>();
+        try {
+            // getMetrics fills in the objects it is given: a retry on a new connection starts from clean copies.
+            ArrayList<JMXMetric> fresh = new ArrayList<>();
+            for (JMXMetric query : queries) {
+                fresh.add(new JMXMetric(query.getmBeanName(), query.getAttribute(), query.getAttributeKey()));
+            }
+            for (JMXMetric metric : broker.connector.getMetrics(fresh)) {
+                // jmxquery's JSON keeps control characters raw; a raw line break would split our JSON line.
+                items.add(metric.toJSON().replace("\n", "\\n").replace("\r", "\\r"));
+            }
+        } catch (SecurityException error) {
+            throw new Failure("authentication", "JMX access denied: " + describe(error));
+        } catch (java.io.IOException error) {
+            throw new Failure("connection", "JMX connection to " + broker.url + " failed: " + describe(error));
+        } catch (Exception error) {
+            throw new Failure("jmx_error", "JMX query at " + broker.url + " failed: " + describe(error));
+        }
+        return items;
+    }
+
+    private static void closeIdle(long idleNanos) {
+        long now = System.nanoTime();
+        for (Map.Entry<String, Broker> entry : BROKERS.entrySet()) {
+            Broker broker = entry.getValue();
+            if (now - broker.lastAsked > idleNanos && broker.busy.tryAcquire()) {
+                try {
+                    if (BROKERS.remove(entry.getKey(), broker)) {
+                        if (broker.connector != null) {
+                            log("closing the idle connection to " + broker.url);
+                        }
+                        broker.close();
+                    }
+                } finally {
+                    broker.busy.release();
+                }
+            }
+        }
+    }
+
+    private static String describe(Throwable error) {
+        Throwable root = error;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String text = error.getClass().getSimpleName() + ": " + error.getMessage();
+        if (root != error) {
+            text += " (caused by " + root.getClass().getSimpleName() + ": " + root.getMessage() + ")";
+        }
+        return text;
+    }
+
+    private static void respond(String line) {
+        synchronized (OUT) {
+            try {
+                OUT.write(line);
+                OUT.write('\n');
+                OUT.flush();
+            } catch (java.io.IOException gone) {
+                System.exit(0); // the exporter is gone
+            }
+        }
+    }
+
+    private static void log(String message) {
+        System.err.println("jmx-bridge: " + message);
+    }
+
+    private static ThreadFactory daemon(String name) {
+        AtomicInteger count = new AtomicInteger();
+        return runnable -> {
+            Thread thread = new Thread(runnable, name + "-" + count.incrementAndGet());
+            thread.setDaemon(true);
+            return thread;
+        };
+    }
+
+    /** The JSON subset the requests use: objects, arrays, strings, numbers, true/false/null. */
+    static final class Json {
+        private final String text;
+        private int at;
+
+        private Json(String text) {
+            this.text = text;
+        }
+
+        @SuppressWarnings("unchecked")
+        static Map<String, Object> parseObject(String text) {
+            Json json = new Json(text);
+            Object value = json.value();
+            json.space();
+            if (!(value instanceof Map) || json.at != text.length()) {
+                throw new IllegalArgumentException("not one JSON object");
+            }
+            return (Map<String, Object>) value;
+        }
+
+        static String quoteId(Object id) {
+            return id instanceof Number ? id.toString() : quote(String.valueOf(id));
+        }
+
+        static String quote(String value) {
+            StringBuilder out = new StringBuilder("\"");
+            for (char c : value.toCharArray()) {
+                if (c == '"' || c == '\\') {
+                    out.append('\\').append(c);
+                } else if (c < 0x20) {
+                    out.append(String.format("\\u%04x", (int) c));
+                } else {
+                    out.append(c);
+                }
+            }
+            return out.append('"').toString();
+        }
+
+        private void space() {
+            while (at < text.length() && Character.isWhitespace(text.charAt(at))) {
+                at++;
+            }
+        }
+
+        private char next() {
+            space();
+            if (at >= text.length()) {
+                throw new IllegalArgumentException("unexpected end");
+            }
+            return text.charAt(at);
+        }
+
+        private void expect(char c) {
+            if (next() != c) {
+                throw new IllegalArgumentException("expected " + c + " at " + at);
+            }
+            at++;
+        }
+
+        private Object value() {
+            char c = next();
+            if (c == '{') {
+                Map<String, Object> object = new HashMap<>();
+                at++;
+                if (next() == '}') {
+                    at++;
+                    return object;
+                }
+                do {
+                    String key = string();
+                    expect(':');
+                    object.put(key, value());
+                } while (comma());
+                expect('}');
+                return object;
+            }
+            if (c == '[') {
+                List<Object> array = new ArrayList<>();
+                at++;
+                if (next() == ']') {
+                    at++;
+                    return array;
+                }
+                do {
+                    array.add(value());
+                } while (comma());
+                expect(']');
+                return array;
+            }
+            if (c == '"') {
+                return string();
+            }
+            for (String word : new String[] {"true", "false", "null"}) {
+                if (text.startsWith(word, at)) {
+                    at += word.length();
+                    return word.equals("null") ? null : Boolean.valueOf(word);
+                }
+            }
+            int start = at;
+            while (at < text.length() && "+-0123456789.eE".indexOf(text.charAt(at)) >= 0) {
+                at++;
+            }
+            if (start == at) {
+                throw new IllegalArgumentException("unexpected " + c + " at " + at);
+            }
+            String number = text.substring(start, at);
+            try {
+                return number.matches("-?\\d+") ? (Object) Long.valueOf(number) : (Object) Double.valueOf(number);
+            } catch (NumberFormatException error) {
+                throw new IllegalArgumentException("bad number at " + start);
+            }
+        }
+
+        private boolean comma() {
+            if (next() == ',') {
+                at++;
+                return true;
+            }
+            return false;
+        }
+
+        private String string() {
+            expect('"');
+            StringBuilder out = new StringBuilder();
+            while (true) {
+                if (at >= text.length()) {
+                    throw new IllegalArgumentException("unterminated string");
+                }
+                char c = text.charAt(at++);
+                if (c == '"') {
+                    return out.toString();
+                }
+                if (c != '\\') {
+                    out.append(c);
+                    continue;
+                }
+                char e = text.charAt(at++);
+                switch (e) {
+                    case 'n': out.append('\n'); break;
+                    case 't': out.append('\t'); break;
+                    case 'r': out.append('\r'); break;
+                    case 'b': out.append('\b'); break;
+                    case 'f': out.append('\f'); break;
+                    case 'u':
+                        out.append((char) Integer.parseInt(text.substring(at, at + 4), 16));
+                        at += 4;
+                        break;
+                    default: out.append(e);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,273 @@
+"""The long-lived JMX bridge: one JVM (JmxBridge.java, shipped prebuilt as jmx-bridge.jar) that keeps one JMX
+connection per broker open across cycles and answers JSON-lines requests on its stdin.
+
+The bridge runs jmxquery's own classes, so its items are those the per-call jar prints and `parse_reading`
+reads both. Credentials travel in the requests on stdin, never on a command line. The bridge answers every
+request by its deadline itself (a black-holed broker costs its own read only); when it answers nothing at all
+for a whole deadline, or exits, the waiting reads fail with reason `jmx_bridge` and the next read starts a
+new bridge. The pipes are served by threads, so any event loop may read and `close` may run on any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import IO
+
+from jmxquery import JAR_PATH
+
+from exporter.sources.base import Reason
+from exporter.sources.jmx import (
+    QUERIES,
+    JavaRuntime,
+    JmxError,
+    JmxTarget,
+    JmxTransport,
+    authentication_failed,
+    redact,
+)
+
+log = logging.getLogger(__name__)
+
+BRIDGE_JAR = str(files(__name__) / "jmx-bridge.jar")
+BRIDGE_SOURCE = str(files(__name__) / "JmxBridge.java")
+
+# The bridge answers a little before the exporter's deadline, so a late answer is a broker's, not a bridge's.
+_ANSWER_MARGIN_SECONDS = 0.25
+_STOP_SECONDS = 5.0
+
+_REASONS = {
+    "connection": Reason.CONNECTION,
+    "timeout": Reason.TIMEOUT,
+    "jmx_error": Reason.JMX_ERROR,
+}
+
+
+@dataclass(frozen=True)
+class _Pending:
+    future: asyncio.Future[list[dict]]
+    loop: asyncio.AbstractEventLoop
+    target: JmxTarget
+    process: subprocess.Popen[bytes]
+
+
+def _settle(future: asyncio.Future[list[dict]], items: list[dict] | None, error: JmxError | None) -> None:
+    if future.done():  # the read gave up already
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(items or [])
+
+
+class JmxBridge(JmxTransport):
+    """The exporter's one bridge JVM, started on the first read and again after it died."""
+
+    uses_slots = False  # the bridge bounds its own concurrency with `workers` threads
+
+    def __init__(self, java: JavaRuntime, workers: int, deadline_seconds: float, idle_seconds: float) -> None:
+        self._java = java
+        self._workers = workers
+        self._deadline_seconds = deadline_seconds
+        self._idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._last_answer = self._started_at = time.monotonic()
+
+    def command(self) -> list[str]:
+        """The bridge's command line: no credentials, they come over stdin."""
+        rmi_ms = str(max(1, round(self._deadline_seconds * 1000)))
+        # RMI's own timeouts free a worker stuck on a black-holed broker; defaults are minutes or forever.
+        rmi = [
+            f"-D{name}={rmi_ms}"
+            for name in (
+                "sun.rmi.transport.connectionTimeout",
+                "sun.rmi.transport.tcp.handshakeTimeout",
+                "sun.rmi.transport.tcp.responseTimeout",
+            )
+        ]
+        classpath = os.pathsep.join((BRIDGE_JAR, JAR_PATH))
+        idle = str(max(1, round(self._idle_seconds)))
+        return [self._java.path, *self._java.options, *rmi, "-cp", classpath, "JmxBridge", str(self._workers), idle]
+
+    @property
+    def pid(self) -> int | None:
+        """The running bridge's process id (None before the first read and after it died)."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
+    async def read(self, broker: str, target: JmxTarget, deadline_seconds: float) -> list[dict]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[dict]] = loop.create_future()
+        request_id = next(self._ids)
+        request = {
+            "id": request_id,
+            "broker": broker,
+            "url": target.url,
+            "username": target.username or None,
+            "password": target.password if target.username else None,
+            "timeout_ms": round(1000 * max(deadline_seconds * 0.5, deadline_seconds - _ANSWER_MARGIN_SECONDS)),
+            "queries": [query.to_query_string() for query in QUERIES],
+        }
+        sent = time.monotonic()
+        process = self._send(request_id, future, loop, target, (json.dumps(request) + "\n").encode())
+        try:
+            return await asyncio.wait_for(future, deadline_seconds)
+        except TimeoutError:
+            # Nothing at all came back since this request went out; a bridge started by this very request is
+            # spared (its JVM start counts against the deadline), the next cycle judges it.
+            stalled = self._last_answer < sent and self._started_at < sent
+            if stalled:
+                if self._kill(process):  # every read waiting on it lands here: one log line
+                    log.warning("the JMX bridge answered nothing for %g s; restarting it", deadline_seconds)
+                raise JmxError(
+                    Reason.JMX_BRIDGE,
+                    f"the JMX bridge answered nothing for {deadline_seconds:g} s (reading {target.url}); "
+                    "it is restarted",
+                ) from None
+            raise JmxError(
+                Reason.TIMEOUT, f"JMX query at {target.url} did not finish within {deadline_seconds:g} s"
+            ) from None
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+
+    def close(self) -> None:
+        """Stop the bridge: it closes its connections when its stdin closes; killed if it does not exit."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(_STOP_SECONDS)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+
+    # -- the pipes ---------------------------------------------------------------------------------------
+
+    def _send(
+        self,
+        request_id: int,
+        future: asyncio.Future[list[dict]],
+        loop: asyncio.AbstractEventLoop,
+        target: JmxTarget,
+        line: bytes,
+    ) -> subprocess.Popen[bytes]:
+        with self._lock:
+            process = self._process
+            if process is None or process.poll() is not None:
+                process = self._process = self._start()
+            self._pending[request_id] = _Pending(future, loop, target, process)
+            try:
+                assert process.stdin is not None
+                process.stdin.write(line)
+                process.stdin.flush()
+            except OSError as error:
+                del self._pending[request_id]
+                self._process = None
+                process.kill()
+                raise JmxError(Reason.JMX_BRIDGE, f"the JMX bridge did not take the request: {error}") from None
+            return process
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        """A new bridge; called with the lock held."""
+        try:
+            process = subprocess.Popen(
+                self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        except FileNotFoundError:
+            raise JmxError(
+                Reason.JAVA_NOT_FOUND, f"java executable {self._java.path!r} not found; set java.path"
+            ) from None
+        log.info("started the JMX bridge (pid %d, %d workers)", process.pid, self._workers)
+        self._last_answer = self._started_at = time.monotonic()
+        assert process.stdout is not None and process.stderr is not None
+        threading.Thread(
+            target=self._read_answers, args=(process, process.stdout), name="jmx-bridge-stdout", daemon=True
+        ).start()
+        threading.Thread(target=self._read_log, args=(process.stderr,), name="jmx-bridge-stderr", daemon=True).start()
+        return process
+
+    def _kill(self, process: subprocess.Popen[bytes]) -> bool:
+        """Kill `process`; whether it was still the bridge in use (not already let go of)."""
+        with self._lock:
+            current = self._process is process
+            if current:
+                self._process = None
+        process.kill()  # its stdout reader fails what is still waiting on it
+        return current
+
+    def _read_answers(self, process: subprocess.Popen[bytes], stream: IO[bytes]) -> None:
+        for line in stream:
+            self._last_answer = time.monotonic()
+            try:
+                answer = json.loads(line, strict=False)  # jmxquery's items may hold raw control characters
+                request_id = answer["id"]
+            except (ValueError, KeyError, TypeError):
+                log.warning("unreadable answer from the JMX bridge: %r", line[:200])
+                continue
+            with self._lock:
+                pending = self._pending.pop(request_id, None)
+            if pending is not None:
+                self._resolve(pending, answer)
+        code = process.wait()
+        with self._lock:
+            unexpected = self._process is process  # close() and _kill() let go of it first
+            if unexpected:
+                self._process = None
+            orphans = [(rid, p) for rid, p in self._pending.items() if p.process is process]
+            for request_id, _ in orphans:
+                del self._pending[request_id]
+        if unexpected:
+            log.warning("the JMX bridge (pid %d) exited with code %s; it restarts on the next read", process.pid, code)
+        for _, pending in orphans:
+            error = JmxError(
+                Reason.JMX_BRIDGE, f"the JMX bridge exited (code {code}) while reading {pending.target.url}"
+            )
+            self._call(pending, None, error)
+
+    def _resolve(self, pending: _Pending, answer: dict) -> None:
+        target = pending.target
+        items = answer.get("items")
+        if isinstance(items, list):
+            self._call(pending, items, None)
+            return
+        kind = str(answer.get("error"))
+        message = redact(str(answer.get("message")), target)
+        if kind == "authentication":
+            error = authentication_failed(target)
+        elif kind in _REASONS:
+            error = JmxError(_REASONS[kind], message)
+        else:
+            error = JmxError(Reason.INVALID_RESPONSE, f"the JMX bridge answered {kind!r} for {target.url}: {message}")
+        self._call(pending, None, error)
+
+    @staticmethod
+    def _call(pending: _Pending, items: list[dict] | None, error: JmxError | None) -> None:
+        # A closed event loop raises RuntimeError: nobody waits for that read any more.
+        with contextlib.suppress(RuntimeError):
+            pending.loop.call_soon_threadsafe(_settle, pending.future, items, error)
+
+    @staticmethod
+    def _read_log(stream: IO[bytes]) -> None:
+        for raw in stream:
+            line = raw.decode("utf-8", "replace").rstrip()
+            # The bridge's own lines are routine (connects, reconnects); anything else is the JVM complaining.
+            if line.startswith("jmx-bridge: "):
+                log.debug("%s", line)
+            elif line:
+                log.warning("JMX bridge: %s", line)

@@ -1,0 +1,367 @@
+"""The long-lived JMX bridge against the double's real JMX endpoints: the same series as the per-call path, no
+password on any command line or log, brokers that restart or black-hole, a bridge killed mid-cycle, and no
+thread or descriptor growth over many cycles."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter.collection import CollectionLoop
+from exporter.config.settings import Settings
+from exporter.snapshot import Snapshot
+from exporter.sources.jmx import JavaRuntime, JmxTarget
+from exporter.sources.jmx_bridge import JmxBridge
+from exporter.web.exposition import render_snapshot
+from kafka_double.mbean_host import MBeanHost, free_port
+
+pytestmark = pytest.mark.slow
+
+PASSWORD = "bridge-Secret-77"
+GAUGE = (
+    "kafka.server:type=socket-server-metrics,clientSoftwareName={name},clientSoftwareVersion={version},"
+    "listener={listener},networkProcessor={processor}"
+)
+CIPHER = (
+    "kafka.server:type=socket-server-metrics,cipher=TLS_AES_256_GCM_SHA384,protocol=TLSv1.3,"
+    "listener=SSL,networkProcessor=0"
+)
+DEPRECATED = (
+    "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Produce,version=2,"
+    "clientSoftwareName=legacy-app,clientSoftwareVersion=0.8.2"
+)
+# Timing and build series differ between any two runs; everything else must be equal across transports.
+VOLATILE = ("duration", "timestamp", "build_info")
+
+
+def gauge(name: str, version: str, listener: str, processor: int) -> str:
+    return GAUGE.format(name=name, version=version, listener=listener, processor=processor)
+
+
+@pytest.fixture(scope="module")
+def mbean_host() -> Iterator[MBeanHost]:
+    with MBeanHost() as host:
+        yield host
+
+
+def populate(host: MBeanHost, broker_id: int, port: int, password: str | None = None) -> str:
+    """A broker with every shape the source must handle: zeros, one client on several processors and
+    listeners, the TLS-cipher gauge, a full processor suite (100 live keys) and a deprecated-request meter."""
+    url = host.add_broker(broker_id, port, "admin" if password else None, password)
+    host.set(broker_id, gauge("kcat", "1.7.1", "PLAINTEXT", 0), "connections", 2)
+    host.set(broker_id, gauge("kcat", "1.7.1", "PLAINTEXT", 1), "connections", 3)
+    host.set(broker_id, gauge("kcat", "1.7.1", "INTERNAL", 0), "connections", 1, "double")
+    host.set(broker_id, gauge("gone-app", "1.0", "PLAINTEXT", 0), "connections", 0)
+    host.set(broker_id, CIPHER, "connections", 9)
+    for key in range(100):
+        host.set(broker_id, gauge(f"crowd-{key}", "1.0", "SSL", 1), "connections", 1)
+    host.set(broker_id, DEPRECATED, "Count", 4, "long")
+    host.sync()
+    return url
+
+
+def settings(brokers: list[dict], transport: str = "bridge", timeout: float = 5, **collection: object) -> Settings:
+    return Settings(
+        clusters=[{"name": "bridge", "brokers": brokers}],
+        collection={"interval_seconds": 10, "jmx_timeout_seconds": timeout, "jmx_transport": transport, **collection},
+    )
+
+
+def series_of(snapshot: Snapshot, settings: Settings) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    body = render_snapshot(snapshot, False, settings.collection.network_processor_label).decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if not any(word in sample.name for word in VOLATILE)
+    }
+
+
+def collect(config: Settings, cycles: int = 1) -> tuple[list[Snapshot], CollectionLoop]:
+    loop = CollectionLoop(config)
+
+    async def run() -> list[Snapshot]:
+        return [await loop.run_cycle() for _ in range(cycles)]
+
+    try:
+        return asyncio.run(run()), loop
+    finally:
+        loop.close()
+
+
+def up(snapshot: Snapshot) -> dict[str, tuple[bool, str | None]]:
+    return {r.key.broker: (r.ok, r.error_reason) for r in snapshot.results}
+
+
+def bridge_pids() -> list[int]:
+    """Our child processes running the bridge."""
+    found = []
+    for pid in children():
+        if b"JmxBridge" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            found.append(pid)
+    return found
+
+
+def children() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The field after the parenthesised command name is the state, then the parent's pid.
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("label", [False, True], ids=["summed", "per_processor"])
+def test_the_bridge_reads_the_same_series_as_the_per_call_path(mbean_host: MBeanHost, label: bool) -> None:
+    brokers = [{"id": 31 + label, "jmx_url": populate(mbean_host, 31 + label, free_port())}]
+    bridge = series_of(*_one(settings(brokers, network_processor_label=label)))
+    per_call = series_of(*_one(settings(brokers, "per_call", network_processor_label=label)))
+    assert bridge == per_call
+    names = {name for name, _ in bridge}
+    assert {"kafka_client_connections", "kafka_client_deprecated_requests_total"} <= names
+    full = [v for (name, _), v in bridge.items() if name == "kafka_client_exporter_client_suite_full"]
+    assert sorted(full) == [0.0, 0.0, 0.0, 1.0]  # four processor suites, SSL/1 is full
+    kcat = {
+        labels: v
+        for (name, labels), v in bridge.items()
+        if name == "kafka_client_connections" and ("client_software_name", "kcat") in labels
+    }
+    # Summed: PLAINTEXT 2+3 and INTERNAL 1 (a Double-typed gauge); per processor: three series.
+    assert sorted(kcat.values()) == ([1.0, 2.0, 3.0] if label else [1.0, 5.0])
+    assert not [labels for name, labels in bridge if ("client_software_name", "gone-app") in labels]
+
+
+def _one(config: Settings) -> tuple[Snapshot, Settings]:
+    [snapshot], _ = collect(config)
+    assert all(r.ok for r in snapshot.results), [r.error_message for r in snapshot.results]
+    return snapshot, config
+
+
+def test_a_password_protected_endpoint_works_and_the_password_stays_off_command_lines_and_logs(
+    mbean_host: MBeanHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = populate(mbean_host, 41, free_port(), PASSWORD)
+    wrong = populate(mbean_host, 42, free_port(), "another-password")
+    config = Settings(
+        clusters=[
+            {
+                "name": "secured",
+                "brokers": [{"id": 41, "jmx_url": good}, {"id": 42, "jmx_url": wrong}],
+                "jmx": {"username": "admin", "password": PASSWORD},
+            }
+        ],
+        collection={"interval_seconds": 10, "jmx_timeout_seconds": 5},
+    )
+    caplog.set_level(logging.DEBUG)
+    loop = CollectionLoop(config)
+    command_lines: list[bytes] = []
+
+    async def cycle() -> Snapshot:
+        task = asyncio.create_task(loop.run_cycle())
+        while not task.done():  # look at every child while the cycle runs
+            for pid in children():
+                with contextlib.suppress(OSError):  # the child ended meanwhile
+                    command_lines.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+            await asyncio.sleep(0.02)
+        return await task
+
+    try:
+        snapshot = asyncio.run(cycle())
+        snapshot = asyncio.run(cycle())  # the second cycle reuses the kept connection
+    finally:
+        loop.close()
+    assert up(snapshot) == {"41": (True, None), "42": (False, "authentication")}
+    assert any(b"JmxBridge" in line for line in command_lines)
+    assert not [line for line in command_lines if PASSWORD.encode() in line]
+    assert PASSWORD not in caplog.text
+    assert "jmx-bridge: connected to" in caplog.text  # the bridge's stderr did reach the log
+    assert PASSWORD not in render_snapshot(snapshot, False, False).decode()
+
+
+def test_a_broker_restarted_on_the_same_port_is_read_again_in_the_next_cycle(mbean_host: MBeanHost) -> None:
+    port = free_port()
+    brokers = [{"id": 51, "jmx_url": populate(mbean_host, 51, port)}]
+    loop = CollectionLoop(settings(brokers))
+
+    async def run() -> tuple[Snapshot, Snapshot]:
+        first = await loop.run_cycle()
+        mbean_host.stop_broker(51)
+        mbean_host.add_broker(51, port)
+        mbean_host.set(51, gauge("after-restart", "2.0", "PLAINTEXT", 0), "connections", 6)
+        mbean_host.sync()
+        return first, await loop.run_cycle()
+
+    try:
+        first, second = asyncio.run(run())
+    finally:
+        loop.close()
+    assert up(first) == up(second) == {"51": (True, None)}
+    [reading] = [r.reading for r in second.results]
+    assert [(c.software_name, c.connections) for c in reading.clients] == [("after-restart", 6)]  # type: ignore[union-attr]
+
+
+def test_a_black_holed_broker_among_49_healthy_ones_costs_only_its_own_up(
+    mbean_host: MBeanHost, silent_port: int
+) -> None:
+    healthy = []
+    for broker in range(100, 149):
+        healthy.append({"id": broker, "jmx_url": mbean_host.add_broker(broker, free_port())})
+        mbean_host.set(broker, gauge("kcat", "1.7.1", "PLAINTEXT", 0), "connections", 1)
+    mbean_host.sync()
+    silent = {"id": 69, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{silent_port}/jmxrmi"}
+    snapshots, _ = collect(settings([*healthy, silent], timeout=2), cycles=2)
+    for snapshot in snapshots:
+        assert up(snapshot) == {**{str(b["id"]): (True, None) for b in healthy}, "69": (False, "timeout")}
+        assert snapshot.cycle_duration_seconds < 2.5  # the 2 s deadline of the black-holed one, no more
+    # With the connections kept, the healthy brokers are read at once, not after the black-holed one.
+    durations = [r.duration_seconds for r in snapshots[1].results if r.key.broker != "69"]
+    assert max(durations) < 1.0, durations
+
+
+def test_a_bridge_killed_mid_cycle_fails_that_cycles_reads_and_the_next_cycle_is_complete(
+    mbean_host: MBeanHost,
+) -> None:
+    healthy = [{"id": 70 + i, "jmx_url": populate(mbean_host, 70 + i, free_port())} for i in range(3)]
+    # A listening socket that never accepts: the kernel completes the TCP handshake, nothing ever answers.
+    black_hole = socket.create_server(("127.0.0.1", 0))
+    port = black_hole.getsockname()[1]
+    silent = {"id": 79, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{port}/jmxrmi"}
+    loop = CollectionLoop(settings([*healthy, silent], timeout=3))
+
+    async def run() -> list[Snapshot]:
+        nonlocal black_hole
+        warm = await loop.run_cycle()  # the bridge is up and holds its connections
+        # Resetting the black hole ends the bridge's stuck connect, so the next cycle's read of it is pending.
+        black_hole.close()
+        black_hole = socket.create_server(("127.0.0.1", port))
+        await asyncio.sleep(0.5)
+        task = asyncio.create_task(loop.run_cycle())
+        await asyncio.sleep(1.0)  # the healthy brokers have answered; the black-holed one is pending
+        [pid] = bridge_pids()
+        os.kill(pid, signal.SIGKILL)
+        killed = await task
+        return [warm, killed, await loop.run_cycle()]
+
+    try:
+        warm, killed, after = asyncio.run(run())
+    finally:
+        loop.close()
+        black_hole.close()
+    healthy_up = {str(b["id"]): (True, None) for b in healthy}
+    assert up(warm) == {**healthy_up, "79": (False, "timeout")}
+    assert up(killed) == {**healthy_up, "79": (False, "jmx_bridge")}
+    assert up(after) == {**healthy_up, "79": (False, "timeout")}
+    assert bridge_pids() == []  # closed with the loop
+
+
+def test_a_frozen_bridge_is_replaced_and_costs_one_cycle(mbean_host: MBeanHost) -> None:
+    brokers = [{"id": 95 + i, "jmx_url": populate(mbean_host, 95 + i, free_port())} for i in range(2)]
+    loop = CollectionLoop(settings(brokers, timeout=2))
+
+    async def run() -> tuple[list[Snapshot], int, int]:
+        first = await loop.run_cycle()
+        [frozen] = bridge_pids()
+        os.kill(frozen, signal.SIGSTOP)  # alive, holding its pipes, answering nothing
+        stalled = await loop.run_cycle()
+        after = await loop.run_cycle()
+        [replacement] = bridge_pids()
+        return [first, stalled, after], frozen, replacement
+
+    try:
+        (first, stalled, after), frozen, replacement = asyncio.run(run())
+    finally:
+        loop.close()
+    assert replacement != frozen
+    assert not Path(f"/proc/{frozen}").exists() or "Z" in Path(f"/proc/{frozen}/stat").read_text().split()[2]
+    healthy = {str(b["id"]): (True, None) for b in brokers}
+    assert up(first) == up(after) == healthy
+    assert up(stalled) == {broker: (False, "jmx_bridge") for broker in healthy}
+    assert stalled.cycle_duration_seconds < 3
+
+
+def test_no_thread_or_descriptor_growth_over_many_cycles(mbean_host: MBeanHost) -> None:
+    brokers = [{"id": 80 + i, "jmx_url": populate(mbean_host, 80 + i, free_port())} for i in range(3)]
+    brokers.append({"id": 89, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{free_port()}/jmxrmi"})
+    loop = CollectionLoop(settings(brokers))
+
+    def counts(pid: int) -> tuple[int, int]:
+        return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+    async def run() -> tuple[tuple[int, int], tuple[int, int], Snapshot]:
+        for _ in range(20):
+            await loop.run_cycle()
+        [pid] = bridge_pids()
+        early = counts(pid)
+        for _ in range(100):
+            snapshot = await loop.run_cycle()
+        assert bridge_pids() == [pid]  # one bridge all along
+        return early, counts(pid), snapshot
+
+    started = time.monotonic()
+    try:
+        early, late, snapshot = asyncio.run(run())
+    finally:
+        loop.close()
+    assert up(snapshot)["89"] == (False, "connection")
+    assert all(ok for broker, (ok, _) in up(snapshot).items() if broker != "89")
+    threads, fds = late[0] - early[0], late[1] - early[1]
+    assert threads <= 2 and fds <= 2, (early, late)
+    assert time.monotonic() - started < 120
+
+
+def test_the_connection_to_a_broker_no_longer_asked_for_is_closed(
+    mbean_host: MBeanHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    gone, staying = (populate(mbean_host, broker, free_port()) for broker in (91, 92))
+    bridge = JmxBridge(JavaRuntime(), 2, 5.0, idle_seconds=1)
+    caplog.set_level(logging.DEBUG, logger="exporter.sources.jmx_bridge")
+
+    async def run() -> None:
+        await bridge.read("c/91", JmxTarget(gone), 5.0)
+        for _ in range(15):  # only broker 92 is asked for from now on
+            await bridge.read("c/92", JmxTarget(staying), 5.0)
+            await asyncio.sleep(0.2)
+
+    try:
+        asyncio.run(run())
+    finally:
+        bridge.close()
+    assert f"closing the idle connection to {gone}" in caplog.text
+    assert f"closing the idle connection to {staying}" not in caplog.text
+
+
+def test_more_black_holed_brokers_than_workers_do_not_starve_the_healthy_ones(mbean_host: MBeanHost) -> None:
+    """A whole unreachable cluster: its connects wait on their own threads, not on the bridge's two workers."""
+    servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(6)]  # accept into the backlog, never answer
+    try:
+        healthy = [{"id": 160 + i, "jmx_url": populate(mbean_host, 160 + i, free_port())} for i in range(3)]
+        silent = [
+            {"id": 170 + i, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{s.getsockname()[1]}/jmxrmi"}
+            for i, s in enumerate(servers)
+        ]
+        snapshots, _ = collect(settings([*silent, *healthy], timeout=2, max_concurrency=2), cycles=2)
+    finally:
+        for server in servers:
+            server.close()
+    for snapshot in snapshots:
+        assert up(snapshot) == {
+            **{str(b["id"]): (False, "timeout") for b in silent},
+            **{str(b["id"]): (True, None) for b in healthy},
+        }

@@ -1,0 +1,106 @@
+"""The bridge client against a stand-in bridge (a small Python program speaking the same JSON lines): answers are
+matched by id, a dead or silent bridge fails its reads with reason jmx_bridge and is replaced on the next read."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from exporter.sources.base import Reason
+from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget
+from exporter.sources.jmx_bridge import JmxBridge
+
+# argv: [script, mode, marker, <the bridge's JVM options and arguments>]. Answers in reverse order of arrival
+# ("pairs"), so matching by id is tested; "die-once" exits on its first request while the marker is absent.
+STAND_IN = textwrap.dedent(
+    """
+    import json, os, sys, time
+    mode, marker = sys.argv[1], sys.argv[2]
+    held = []
+    for line in sys.stdin:
+        request = json.loads(line)
+        if mode == "silent":
+            continue
+        if mode == "die-once" and not os.path.exists(marker):
+            open(marker, "w").close()
+            sys.exit(3)
+        if request["broker"] == "c/bad":
+            answer = {"id": request["id"], "error": "connection", "message": "refused " + str(request["password"])}
+        else:
+            answer = {"id": request["id"], "items": [{"mBeanName": request["broker"], "value": 1}]}
+        held.append(answer)
+        if len(held) == 2 or mode != "pairs":
+            for answer in reversed(held):
+                print(json.dumps(answer), flush=True)
+            held.clear()
+    """
+)
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Iterator[Callable[[str], JmxBridge]]:
+    script = tmp_path / "bridge.py"
+    script.write_text(STAND_IN)
+    bridges: list[JmxBridge] = []
+
+    def make(mode: str) -> JmxBridge:
+        bridge = JmxBridge(JavaRuntime(sys.executable, (str(script), mode, str(tmp_path / "died"))), 2, 1.0, 60)
+        bridges.append(bridge)
+        return bridge
+
+    yield make
+    for bridge in bridges:
+        bridge.close()
+
+
+def test_answers_are_matched_by_id_and_errors_keep_no_password(stand_in: Callable[[str], JmxBridge]) -> None:
+    bridge = stand_in("pairs")
+
+    async def cycle() -> list[object]:
+        return await asyncio.gather(
+            bridge.read("c/1", JmxTarget("u1"), 1.0),
+            bridge.read("c/bad", JmxTarget("u2", "admin", "s3cret"), 1.0),
+            return_exceptions=True,
+        )
+
+    first, second = asyncio.run(cycle())
+    assert first == [{"mBeanName": "c/1", "value": 1}]
+    assert isinstance(second, JmxError) and second.reason == Reason.CONNECTION
+    assert "s3cret" not in str(second) and "refused ***" in str(second)
+
+
+def test_a_bridge_that_dies_fails_its_reads_and_the_next_read_gets_a_new_one(
+    stand_in: Callable[[str], JmxBridge],
+) -> None:
+    bridge = stand_in("die-once")
+    with pytest.raises(JmxError) as excinfo:
+        asyncio.run(bridge.read("c/1", JmxTarget("u1"), 1.0))
+    assert excinfo.value.reason == Reason.JMX_BRIDGE
+    assert "exited (code 3)" in str(excinfo.value)
+    assert asyncio.run(bridge.read("c/1", JmxTarget("u1"), 1.0)) == [{"mBeanName": "c/1", "value": 1}]
+
+
+def test_a_silent_bridge_is_killed_and_replaced(stand_in: Callable[[str], JmxBridge]) -> None:
+    bridge = stand_in("silent")
+    with pytest.raises(JmxError) as excinfo:
+        asyncio.run(bridge.read("c/1", JmxTarget("u1"), 0.5))
+    # The read that started it may have lost its deadline to the JVM start: the broker's timeout, not the bridge's.
+    assert excinfo.value.reason == Reason.TIMEOUT
+    assert bridge.pid is not None
+    with pytest.raises(JmxError) as excinfo:
+        asyncio.run(bridge.read("c/1", JmxTarget("u1"), 0.5))
+    assert excinfo.value.reason == Reason.JMX_BRIDGE
+    assert "answered nothing for 0.5 s" in str(excinfo.value)
+    assert bridge.pid is None  # killed; the next read starts another
+
+
+def test_missing_java_is_reported() -> None:
+    bridge = JmxBridge(JavaRuntime("/nonexistent/java"), 2, 1.0, 60)
+    with pytest.raises(JmxError) as excinfo:
+        asyncio.run(bridge.read("c/1", JmxTarget("u1"), 1.0))
+    assert excinfo.value.reason == Reason.JAVA_NOT_FOUND
