@@ -76,10 +76,41 @@ class JmxCredentials(_Password):
         return self
 
 
+class JmxTls(StrictModel):
+    """JMX over TLS, as brokers started with -Dcom.sun.management.jmxremote.ssl=true serve it (the RMI registry
+    plain, the RMI connection over TLS)."""
+
+    ca_file: Path = Field(description="PEM bundle of the CA(s) that signed the brokers' JMX certificates")
+    cert_file: Path | None = Field(
+        default=None, description="client certificate chain, PEM (mutual TLS: jmxremote.ssl.need.client.auth=true)"
+    )
+    key_file: Path | None = Field(default=None, description="the client certificate's key, unencrypted PKCS#8 PEM")
+    check_hostname: bool = Field(
+        default=True,
+        description="the broker certificate must name the host in the broker's RMI stub (its java.rmi.server.hostname)",
+    )
+
+    @model_validator(mode="after")
+    def _files(self) -> JmxTls:
+        for name in ("ca_file", "cert_file", "key_file"):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name} {path} does not exist or is not a file")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (mutual TLS)")
+        if self.key_file is not None and b"-----BEGIN PRIVATE KEY-----" not in self.key_file.read_bytes():
+            raise ValueError(
+                f"key_file {self.key_file} is not an unencrypted PKCS#8 PEM key (-----BEGIN PRIVATE KEY-----); "
+                "convert it with: openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.pk8"
+            )
+        return self
+
+
 class ClusterJmx(JmxCredentials):
     """JMX settings shared by the brokers of a cluster."""
 
     port: int | None = Field(default=None, ge=1, le=65535, description="JMX RMI port on each broker host")
+    tls: JmxTls | None = None
 
 
 class BrokerConfig(StrictModel):
@@ -537,6 +568,17 @@ class Settings(BaseSettings):
         if repeated:
             raise ValueError(f"cluster names must be unique; repeated: {repeated}")
         return clusters
+
+    @model_validator(mode="after")
+    def _tls_needs_the_bridge(self) -> Settings:
+        # The per-call jar takes no TLS options, and PEM files cannot be handed to a JVM as system properties.
+        if self.collection.jmx_transport == "per_call":
+            with_tls = [c.name for c in self.clusters if c.jmx is not None and c.jmx.tls is not None]
+            if with_tls:
+                raise ValueError(
+                    f"jmx.tls (clusters {', '.join(with_tls)}) needs collection.jmx_transport bridge, not per_call"
+                )
+        return self
 
     @classmethod
     def settings_customise_sources(
