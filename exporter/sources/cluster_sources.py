@@ -33,7 +33,18 @@ def bridge_tls(cluster: ClusterConfig) -> BridgeTls | None:
     tls = cluster.jmx.tls if cluster.jmx is not None else None
     if tls is None:
         return None
-    return BridgeTls(tls.ca_file, tls.cert_file, tls.key_file, tls.check_hostname)
+    return BridgeTls(
+        ca_file=tls.ca_file,
+        trust_store=tls.trust_store,
+        trust_store_password_file=tls.trust_store_password_file,
+        trust_store_type=tls.trust_store_type,
+        cert_file=tls.cert_file,
+        key_file=tls.key_file,
+        key_store=tls.key_store,
+        key_store_password_file=tls.key_store_password_file,
+        key_store_type=tls.key_store_type,
+        check_hostname=tls.check_hostname,
+    )
 
 
 class JmxTransports:

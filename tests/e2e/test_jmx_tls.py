@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 import trustme
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
 
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
@@ -46,6 +48,7 @@ class Bench:
         for name, ca in (("ca", self.ca), ("client-ca", self.client_ca), ("other-ca", self.other_ca)):
             ca.cert_pem.write_to_path(str(directory / f"{name}.pem"))
         self.client_cert, self.client_key = write_leaf(self.client_ca, directory, "client", "exporter")
+        self.write_stores()
         # The double's RMI stubs name 127.0.0.1 (java.rmi.server.hostname): that is the host checked.
         cert, key = write_leaf(self.ca, directory, "broker", "127.0.0.1")
         wrong_cert, wrong_key = write_leaf(self.ca, directory, "elsewhere", "kafka-9.example")
@@ -56,6 +59,20 @@ class Bench:
             "mismatch": self.add(host, 4, JmxTls(wrong_cert, wrong_key)),
         }
         host.sync()
+
+    def write_stores(self) -> None:
+        """The same trust and client key as PKCS12 stores, their passwords in files (as Secrets mount them)."""
+        directory = self.directory
+        password = b"store-Secret-5"
+        (directory / "store-password").write_bytes(password + b"\n")
+        encryption = serialization.BestAvailableEncryption(password)
+        ca = x509.load_pem_x509_certificate(self.ca.cert_pem.bytes())
+        trust = pkcs12.serialize_java_truststore([pkcs12.PKCS12Certificate(ca, b"ca")], encryption)
+        (directory / "trust.p12").write_bytes(trust)
+        key = serialization.load_pem_private_key(self.client_key.read_bytes(), None)
+        cert = x509.load_pem_x509_certificate(self.client_cert.read_bytes())
+        keys = pkcs12.serialize_key_and_certificates(b"client", key, cert, None, encryption)  # type: ignore[arg-type]
+        (directory / "client.p12").write_bytes(keys)
 
     @staticmethod
     def add(host: MBeanHost, broker_id: int, tls: JmxTls | None) -> str:
@@ -123,3 +140,28 @@ def test_a_host_name_mismatch_fails_unless_host_checking_is_off(bench: Bench) ->
     reason, message = found["checked"]
     assert reason == "tls" and message is not None
     assert "broker 1 of cluster checked" in message and "kafka-9.example" in message and "127.0.0.1" in message
+
+
+def test_trust_and_key_stores_with_password_files(bench: Bench, tmp_path: Path) -> None:
+    directory = bench.directory
+    stores = {
+        "ca_file": None,
+        "trust_store": str(directory / "trust.p12"),
+        "trust_store_password_file": str(directory / "store-password"),
+        "key_store": str(directory / "client.p12"),
+        "key_store_password_file": str(directory / "store-password"),
+    }
+    wrong_password = tmp_path / "wrong-password"
+    wrong_password.write_text("not-it\n")
+    wrong = stores | {"trust_store_password_file": str(wrong_password)}
+    clusters = [bench.cluster("stores", "mtls", **stores), bench.cluster("wrong-password", "tls", **wrong)]
+    for cluster in clusters:
+        cluster["jmx"]["tls"] = {k: v for k, v in cluster["jmx"]["tls"].items() if v is not None}
+    snapshot = collect(clusters)
+    found = outcome(snapshot)
+    assert found["stores"] == (None, None)
+    assert reading(snapshot, "stores").clients
+    reason, message = found["wrong-password"]
+    assert reason == "tls" and message is not None
+    assert "broker 1 of cluster wrong-password" in message and "cannot be used" in message
+    assert "not-it" not in message

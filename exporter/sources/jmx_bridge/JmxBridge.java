@@ -7,8 +7,10 @@
 //   {"id": 7, "error": "connection", "message": "..."}  error: connection | authentication | timeout | jmx_error | tls
 // Credentials arrive only here, never on the command line, and are never written to stderr (log lines only).
 // Arguments: <worker threads> <idle seconds after which an unasked broker's connection is closed>, then for JMX over
-// TLS (one bridge per distinct TLS configuration): ca_file=<PEM> [cert_file=<PEM> key_file=<PKCS#8 PEM>]
-// check_hostname=true|false. Only file paths: the key files are unencrypted, so no secret is on the command line.
+// TLS (one bridge per distinct TLS configuration): ca_file=<PEM> | trust_store=<file> [trust_store_password_file=
+// <file>] [trust_store_type=PKCS12|JKS]; for mutual TLS cert_file=<PEM> key_file=<PKCS#8 PEM> | key_store=<file>
+// [key_store_password_file=<file>] [key_store_type=PKCS12|JKS]; check_hostname=true|false. Only file paths: the
+// bridge reads the passwords from their files, so no secret is on the command line.
 // Read and connect timeouts of RMI itself come from -Dsun.rmi.transport.* options set by the exporter.
 
 import com.outlyer.jmx.jmxquery.JMXConnector;
@@ -66,6 +68,7 @@ public final class JmxBridge {
             new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
     private static final Map<String, Broker> BROKERS = new ConcurrentHashMap<>();
     private static ExecutorService pool;
+    private static volatile String tlsProblem;
 
     /**
      * One broker's connection. `busy` admits one read per broker at a time (a JMXConnector is not ours to share);
@@ -134,7 +137,13 @@ public final class JmxBridge {
         if (args.length > 2) {
             // The RMI server stub of a broker with com.sun.management.jmxremote.ssl=true carries an
             // SslRMIClientSocketFactory, which takes SSLSocketFactory.getDefault(): the default context is the one.
-            SSLContext.setDefault(Tls.context(Tls.options(args)));
+            try {
+                SSLContext.setDefault(Tls.context(Tls.options(args)));
+            } catch (Exception error) {
+                // Every read answers this (a bridge that exited would only be restarted into the same failure).
+                tlsProblem = "the JMX TLS configuration cannot be used: " + describe(error);
+                log(tlsProblem);
+            }
         }
         long idleNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(args[1]));
         pool = Executors.newFixedThreadPool(workers, daemon("jmx-bridge-worker"));
@@ -177,6 +186,10 @@ public final class JmxBridge {
     private static void serve(Reply reply, Map<String, Object> request) {
         String key = String.valueOf(request.get("broker"));
         String url = (String) request.get("url");
+        if (tlsProblem != null) {
+            reply.error("tls", tlsProblem);
+            return;
+        }
         Broker broker = claim(key);
         if (broker == null) {
             reply.error("timeout", "JMX query at " + url + ": the previous read of this broker has not finished");
@@ -394,11 +407,16 @@ public final class JmxBridge {
         }
 
         static SSLContext context(Map<String, String> options) throws Exception {
-            KeyStore trusted = KeyStore.getInstance("PKCS12");
-            trusted.load(null, null);
-            int n = 0;
-            for (Certificate ca : certificates(options.get("ca_file"))) {
-                trusted.setCertificateEntry("ca-" + n++, ca);
+            KeyStore trusted;
+            if (options.containsKey("trust_store")) {
+                trusted = store(options, "trust_store");
+            } else {
+                trusted = KeyStore.getInstance("PKCS12");
+                trusted.load(null, null);
+                int n = 0;
+                for (Certificate ca : certificates(options.get("ca_file"))) {
+                    trusted.setCertificateEntry("ca-" + n++, ca);
+                }
             }
             TrustManagerFactory trust = TrustManagerFactory.getInstance("PKIX");
             trust.init(trusted);
@@ -409,7 +427,11 @@ public final class JmxBridge {
                 }
             }
             KeyManager[] identity = null;
-            if (options.containsKey("cert_file")) {
+            if (options.containsKey("key_store")) {
+                KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+                factory.init(store(options, "key_store"), password(options.get("key_store_password_file")));
+                identity = factory.getKeyManagers();
+            } else if (options.containsKey("cert_file")) {
                 KeyStore keys = KeyStore.getInstance("PKCS12");
                 keys.load(null, null);
                 List<Certificate> chain = certificates(options.get("cert_file"));
@@ -422,10 +444,30 @@ public final class JmxBridge {
             boolean checkHostname = !"false".equals(options.get("check_hostname"));
             SSLContext context = SSLContext.getInstance("TLS");
             context.init(identity, new TrustManager[] {new HostChecking(checked, checkHostname)}, null);
-            log("TLS: trusting " + n + " CA certificate(s) from " + options.get("ca_file")
-                    + (identity != null ? ", client certificate " + options.get("cert_file") : "")
+            log("TLS: trusting " + trusted.size() + " certificate(s) from "
+                    + options.getOrDefault("ca_file", options.get("trust_store"))
+                    + (identity != null ? ", client key from "
+                            + options.getOrDefault("cert_file", options.get("key_store")) : "")
                     + (checkHostname ? ", checking host names" : ", not checking host names"));
             return context;
+        }
+
+        /** The `name` store (PKCS12 or JKS), opened with the password read from its password file, if any. */
+        static KeyStore store(Map<String, String> options, String name) throws Exception {
+            KeyStore store = KeyStore.getInstance(options.getOrDefault(name + "_type", "PKCS12"));
+            try (InputStream in = Files.newInputStream(Path.of(options.get(name)))) {
+                store.load(in, password(options.get(name + "_password_file")));
+            }
+            return store;
+        }
+
+        static char[] password(String file) throws java.io.IOException {
+            if (file == null) {
+                return new char[0];
+            }
+            // Secret files from Kubernetes and Docker end with a newline that is not part of the secret.
+            String text = Files.readString(Path.of(file), StandardCharsets.UTF_8);
+            return text.replaceAll("[\\r\\n]+$", "").toCharArray();
         }
 
         static List<Certificate> certificates(String path) throws Exception {

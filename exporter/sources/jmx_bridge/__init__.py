@@ -56,17 +56,37 @@ _REASONS = {
 @dataclass(frozen=True)
 class BridgeTls:
     """A bridge's JMX over TLS: its JVM's default SSL context, which the brokers' RMI stubs use. One bridge per
-    distinct value; only paths, so the command line holds no secret."""
+    distinct value. Only paths (passwords as files the bridge reads), so the command line holds no secret."""
 
-    ca_file: Path
+    ca_file: Path | None = None
+    trust_store: Path | None = None
+    trust_store_password_file: Path | None = None
+    trust_store_type: str = "PKCS12"
     cert_file: Path | None = None
     key_file: Path | None = None  # unencrypted PKCS#8 PEM
+    key_store: Path | None = None
+    key_store_password_file: Path | None = None
+    key_store_type: str = "PKCS12"
     check_hostname: bool = True
 
     def arguments(self) -> list[str]:
-        given = {"ca_file": self.ca_file, "cert_file": self.cert_file, "key_file": self.key_file}
-        files = [f"{name}={path}" for name, path in given.items() if path is not None]
-        return [*files, f"check_hostname={str(self.check_hostname).lower()}"]
+        """The bridge's TLS arguments, name=value."""
+        files = [
+            f"{name}={path}"
+            for name in (
+                "ca_file",
+                "trust_store",
+                "trust_store_password_file",
+                "cert_file",
+                "key_file",
+                "key_store",
+                "key_store_password_file",
+            )
+            if (path := getattr(self, name)) is not None
+        ]
+        types = [f"trust_store_type={self.trust_store_type}"] if self.trust_store else []
+        types += [f"key_store_type={self.key_store_type}"] if self.key_store else []
+        return [*files, *types, f"check_hostname={str(self.check_hostname).lower()}"]
 
 
 @dataclass(frozen=True)

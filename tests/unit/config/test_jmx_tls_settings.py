@@ -39,14 +39,19 @@ def test_ca_file_alone_and_mutual_tls_are_accepted(files: dict[str, str]) -> Non
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"ca_file": None}, "ca_file"),
+        ({"ca_file": None}, "give either ca_file (PEM) or trust_store (PKCS12/JKS)"),
+        ({"trust_store": "CA"}, "not both"),
+        ({"key_store": "CA"}, "give either cert_file and key_file or key_store for mutual TLS, not both"),
+        ({"key_store_password_file": "CA"}, "key_store_password_file is set but key_store is not"),
+        ({"trust_store_type": "PEM"}, "'PKCS12' or 'JKS'"),
         ({"ca_file": "/nonexistent/ca.pem"}, "ca_file /nonexistent/ca.pem does not exist"),
         ({"key_file": None}, "cert_file and key_file go together"),
         ({"cert_file": "/nonexistent/c.pem"}, "cert_file /nonexistent/c.pem does not exist"),
     ],
 )
 def test_wrong_files_are_refused_naming_the_field(files: dict[str, str], change: dict, expected: str) -> None:
-    tls = {k: v for k, v in (files | change).items() if v is not None}
+    # "CA" stands for an existing file.
+    tls = {k: files["ca_file"] if v == "CA" else v for k, v in (files | change).items() if v is not None}
     with pytest.raises(ValidationError) as excinfo:
         settings(tls)
     assert expected in str(excinfo.value)
