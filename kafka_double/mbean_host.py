@@ -214,6 +214,8 @@ class MBeanHost:
             files = [tls.cert_file, tls.key_file] + ([tls.client_ca_file] if tls.client_ca_file else [])
             for path in files:
                 _check_field("TLS file", str(path), allow_empty=False)
+                if not Path(path).is_file():
+                    raise ValueError(f"TLS file {path} does not exist or is not a file")
             rmi_port = tls.rmi_port or free_port()
             client_ca = str(tls.client_ca_file) if tls.client_ca_file else "-"
             line = (
