@@ -81,3 +81,24 @@ def test_one_bridge_per_distinct_tls_configuration(tmp_path: Path) -> None:
         assert commands["unchecked"][-1] == "check_hostname=false"
     finally:
         transports.close()
+
+
+def test_store_passwords_reach_the_bridge_as_files_not_on_its_command_line(tmp_path: Path) -> None:
+    store, password = tmp_path / "trust.p12", tmp_path / "password"
+    store.write_bytes(b"store")
+    password.write_text("store-Secret-9\n")
+    tls = {"trust_store": str(store), "trust_store_password_file": str(password), "trust_store_type": "JKS"}
+    url = "service:jmx:rmi:///jndi/rmi://a:9999/jmxrmi"
+    settings = Settings(clusters=[{"name": "a", "jmx": {"tls": tls}, "brokers": [{"id": 1, "jmx_url": url}]}])
+    transports = JmxTransports(settings)
+    try:
+        command = transports.for_cluster(settings.clusters[0]).command()  # type: ignore[attr-defined]
+    finally:
+        transports.close()
+    assert command[-4:] == [
+        f"trust_store={store}",
+        f"trust_store_password_file={password}",
+        "trust_store_type=JKS",
+        "check_hostname=true",
+    ]
+    assert not any("store-Secret-9" in part for part in command)
