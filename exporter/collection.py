@@ -18,7 +18,7 @@ from exporter.judging.upgrade import UpgradeJudge
 from exporter.policy import Policy, load_policy
 from exporter.snapshot import Reading, Snapshot, SourceKey, SourceResult
 from exporter.sources.base import Poll, Source, SourceError, SourceName
-from exporter.sources.cluster_sources import cluster_sources, jmx_transport
+from exporter.sources.cluster_sources import JmxTransports, cluster_sources
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,12 @@ class CollectionLoop:
         self._upgrade_judge = UpgradeJudge(settings.policy.target_release)
         self._publish = publish
         self._clock = clock
-        # Shared by every cluster (the bridge is one JVM for the whole exporter); closed with the loop.
-        self._jmx = jmx_transport(settings)
+        # One bridge JVM per distinct JMX TLS configuration, shared by the clusters having it; closed with the loop.
+        self._jmx = JmxTransports(settings)
         # Per configured cluster, in the order of the configuration.
-        self._sources = [cluster_sources(cluster, settings, self._jmx) for cluster in settings.clusters]
+        self._sources = [
+            cluster_sources(cluster, settings, self._jmx.for_cluster(cluster)) for cluster in settings.clusters
+        ]
         for sources in self._sources:
             _check_order(sources)
         self._errors_total: dict[tuple[SourceKey, str], int] = {}

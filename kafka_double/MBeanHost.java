@@ -14,6 +14,11 @@
  *
  *     (at start)                                   -> READY
  *     BROKER <id> <port> <user|-> <password|->     -> OK BROKER <id> <jmx url>
+ *     BROKER_TLS <id> <port> <rmi port> <user|-> <password|-> <cert PEM> <PKCS#8 key PEM> <client CA PEM|->
+ *                                                  -> OK BROKER <id> <jmx url>
+ *         JMX over TLS as a broker started with -Dcom.sun.management.jmxremote.ssl=true (and
+ *         ...ssl.need.client.auth=true when a client CA is given): the registry on <port> stays plain, the
+ *         RMI server object is exported on <rmi port> (the jmxremote.rmi.port) with SSL socket factories.
  *     SET <id> <object name> <attr> <type> <value> -> (nothing; ERR on failure)  type: int|long|double|string
  *     UNSET <id> <object name>                     -> (nothing; ERR on failure)
  *     SYNC <token>                                 -> OK SYNC <token>
@@ -33,7 +38,25 @@ import java.io.BufferedReader;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.rmi.server.RMIClientSocketFactory;
+import java.rmi.server.RMIServerSocketFactory;
+import java.security.KeyFactory;
+import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.security.spec.PKCS8EncodedKeySpec;
+import java.util.Base64;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+import javax.rmi.ssl.SslRMIClientSocketFactory;
+import javax.rmi.ssl.SslRMIServerSocketFactory;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.rmi.AlreadyBoundException;
@@ -225,13 +248,19 @@ public class MBeanHost {
          * (ConnectorBootstrap), gives clients the same view without that overhead.
          */
         void start(String user, String password) throws IOException {
+            start(user, password, port, null, null);
+        }
+
+        /** With `serverSockets` (TLS): the RMI server object on `rmiPort`, its stub carrying `clientSockets`. */
+        void start(String user, String password, int rmiPort, RMIClientSocketFactory clientSockets,
+                RMIServerSocketFactory serverSockets) throws IOException {
             registry = LocateRegistry.createRegistry(port);
             try {
                 Map<String, Object> env = new HashMap<>();
                 if (user != null) {
                     env.put(JMXConnectorServer.AUTHENTICATOR, new SinglePasswordAuthenticator(user, password));
                 }
-                RMIJRMPServerImpl serverImpl = new RMIJRMPServerImpl(port, null, null, env);
+                RMIJRMPServerImpl serverImpl = new RMIJRMPServerImpl(rmiPort, clientSockets, serverSockets, env);
                 // A URL without a /jndi/ path: the connector server only exports serverImpl.
                 JMXServiceURL url = new JMXServiceURL("service:jmx:rmi://127.0.0.1:" + port);
                 connectorServer = new RMIConnectorServer(url, env, serverImpl, mbeanServer);
@@ -373,13 +402,22 @@ public class MBeanHost {
                     context = "BROKER " + f[1];
                     addBroker(parseId(f[1]), f[2], f[3], f[4]);
                 }
+                case "BROKER_TLS" -> {
+                    expectFields(f, 9, "BROKER_TLS <broker_id> <port> <rmi port> <user|-> <password|-> <cert file> "
+                            + "<key file> <client CA file|->");
+                    context = "BROKER " + f[1];
+                    SSLContext tls = serverTls(f[6], f[7], f[8].equals("-") ? null : f[8]);
+                    addBroker(parseId(f[1]), f[2], f[4], f[5], parseInt(f[3], "rmi port"),
+                            new SslRMIClientSocketFactory(),
+                            new SslRMIServerSocketFactory(tls, null, null, !f[8].equals("-")));
+                }
                 case "STOP" -> {
                     expectFields(f, 2, "STOP <broker_id>");
                     context = "STOP " + f[1];
                     stopBroker(parseId(f[1]));
                 }
                 default -> throw new CommandException("unknown command " + quote(f[0])
-                        + " (expected BROKER, SET, UNSET, SYNC, STOP or EXIT)");
+                        + " (expected BROKER, BROKER_TLS, SET, UNSET, SYNC, STOP or EXIT)");
             }
         } catch (CommandException e) {
             error(context, e.getMessage(), null);
@@ -398,6 +436,49 @@ public class MBeanHost {
     }
 
     private void addBroker(int id, String portField, String userField, String passwordField) throws Exception {
+        addBroker(id, portField, userField, passwordField, -1, null, null);
+    }
+
+    /** The server side of JMX over TLS: the broker's key and certificate, and the CA its clients must present. */
+    private static SSLContext serverTls(String certFile, String keyFile, String clientCaFile) throws Exception {
+        CertificateFactory x509 = CertificateFactory.getInstance("X.509");
+        KeyStore keys = KeyStore.getInstance("PKCS12");
+        keys.load(null, null);
+        try (InputStream in = Files.newInputStream(Path.of(certFile))) {
+            String pem = Files.readString(Path.of(keyFile), StandardCharsets.US_ASCII)
+                    .replaceAll("-----[A-Z ]+-----", "");
+            PKCS8EncodedKeySpec spec = new PKCS8EncodedKeySpec(Base64.getMimeDecoder().decode(pem));
+            PrivateKey key;
+            try {
+                key = KeyFactory.getInstance("EC").generatePrivate(spec);
+            } catch (java.security.spec.InvalidKeySpecException notEc) {
+                key = KeyFactory.getInstance("RSA").generatePrivate(spec);
+            }
+            keys.setKeyEntry("broker", key, new char[0], x509.generateCertificates(in).toArray(new Certificate[0]));
+        }
+        KeyManagerFactory keyManagers = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        keyManagers.init(keys, new char[0]);
+        TrustManager[] trust = null;
+        if (clientCaFile != null) {
+            KeyStore cas = KeyStore.getInstance("PKCS12");
+            cas.load(null, null);
+            try (InputStream in = Files.newInputStream(Path.of(clientCaFile))) {
+                int n = 0;
+                for (Certificate ca : x509.generateCertificates(in)) {
+                    cas.setCertificateEntry("ca-" + n++, ca);
+                }
+            }
+            TrustManagerFactory factory = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            factory.init(cas);
+            trust = factory.getTrustManagers();
+        }
+        SSLContext context = SSLContext.getInstance("TLS");
+        context.init(keyManagers.getKeyManagers(), trust, null);
+        return context;
+    }
+
+    private void addBroker(int id, String portField, String userField, String passwordField, int rmiPort,
+            RMIClientSocketFactory clientSockets, RMIServerSocketFactory serverSockets) throws Exception {
         int port = parseInt(portField, "port");
         if (port < 1 || port > 65535) {
             throw new CommandException("port " + port + " is out of range 1-65535");
@@ -412,7 +493,7 @@ public class MBeanHost {
         }
         Broker broker = new Broker(id, port);
         try {
-            broker.start(user, password);
+            broker.start(user, password, serverSockets == null ? port : rmiPort, clientSockets, serverSockets);
         } catch (java.rmi.server.ExportException e) {
             // Usually "Port already in use": say which port, without a stack trace.
             throw new CommandException("cannot open port " + port + ": " + e.getMessage());

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from .client_metrics import ClusterConfigState
-from .mbean_host import MBeanHost, free_ports
+from .mbean_host import JmxTls, MBeanHost, free_ports
 from .metrics_endpoint import BeanRecorder, MetricsEndpointConfig, MetricsEndpoints
 from .registry import BrokerMetrics, GaugeSink
 from .releases import Release, get_release
@@ -22,7 +22,7 @@ from .server import BrokerServer
 from .specs import BrokerSpec, ListenerSpec
 from .topology import Topology
 
-__all__ = ["BrokerHandle", "BrokerSpec", "DoubleCluster", "ListenerSpec", "MetricsEndpointConfig"]
+__all__ = ["BrokerHandle", "BrokerSpec", "DoubleCluster", "JmxTls", "ListenerSpec", "MetricsEndpointConfig"]
 
 DEFAULT_CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"  # 22-char base64 UUID, the shape Kafka cluster ids have
 
@@ -30,7 +30,14 @@ DEFAULT_CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"  # 22-char base64 UUID, the shape 
 class JmxHost(GaugeSink, Protocol):
     """What the cluster needs from :class:`MBeanHost` (MemorySink implements it too, for JVM-less tests)."""
 
-    def add_broker(self, broker_id: int, port: int, user: str | None = None, password: str | None = None) -> str: ...
+    def add_broker(
+        self,
+        broker_id: int,
+        port: int,
+        user: str | None = None,
+        password: str | None = None,
+        tls: JmxTls | None = None,
+    ) -> str: ...
 
     def stop_broker(self, broker_id: int) -> None: ...
 
@@ -218,7 +225,9 @@ class DoubleCluster:
                 raise RuntimeError(f"broker {handle.broker_id} is already running")
             assert self._jmx is not None
             spec = handle.spec
-            handle.jmx_url = self._jmx.add_broker(spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password)
+            handle.jmx_url = self._jmx.add_broker(
+                spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password, spec.jmx_tls
+            )
             # With endpoints the MBeans pass a recorder on their way to the host, so both show the same.
             sink = self._endpoints.recorder if self._endpoints is not None else self._jmx
             metrics = BrokerMetrics(spec.id, handle.release, sink)

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
@@ -46,6 +47,18 @@ _FORBIDDEN = re.compile(r"[\t\n\r]")
 # Errors of commands that have a reply are tagged "<VERB> <key>: " by the JVM.
 _TAGGED_ERROR = re.compile(r"^(BROKER|STOP|SYNC) (\S+): ")
 _STDERR_TAIL = 40
+
+
+@dataclass(frozen=True)
+class JmxTls:
+    """A broker's JMX over TLS, as with -Dcom.sun.management.jmxremote.ssl=true: the registry stays plain on the
+    JMX port, the RMI server object answers TLS on `rmi_port` (a free one if 0). `client_ca_file` asks clients for
+    a certificate signed by that CA (jmxremote.ssl.need.client.auth=true). The key file is unencrypted PKCS#8 PEM."""
+
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None
+    rmi_port: int = 0
 
 
 class _Waiter:
@@ -175,8 +188,16 @@ class MBeanHost:
 
     # ------------------------------------------------------------------ commands
 
-    def add_broker(self, broker_id: int, port: int, user: str | None = None, password: str | None = None) -> str:
-        """Open a broker's JMX port (optionally password-protected); return its JMX service URL."""
+    def add_broker(
+        self,
+        broker_id: int,
+        port: int,
+        user: str | None = None,
+        password: str | None = None,
+        tls: JmxTls | None = None,
+    ) -> str:
+        """Open a broker's JMX port (optionally password-protected, optionally over TLS); return its JMX service
+        URL."""
         _check_int("broker_id", broker_id)
         _check_int("port", port)
         if not 1 <= port <= 65535:
@@ -188,9 +209,20 @@ class MBeanHost:
                 _check_field(what, text)
                 if text == "-":
                     raise ValueError(f"{what} '-' is reserved by the protocol (it means 'none')")
-        fields = self._request(
-            ("BROKER", str(broker_id)), f"BROKER\t{broker_id}\t{port}\t{user or '-'}\t{password or '-'}"
-        )
+        line = f"BROKER\t{broker_id}\t{port}\t{user or '-'}\t{password or '-'}"
+        if tls is not None:
+            files = [tls.cert_file, tls.key_file] + ([tls.client_ca_file] if tls.client_ca_file else [])
+            for path in files:
+                _check_field("TLS file", str(path), allow_empty=False)
+                if not Path(path).is_file():
+                    raise ValueError(f"TLS file {path} does not exist or is not a file")
+            rmi_port = tls.rmi_port or free_port()
+            client_ca = str(tls.client_ca_file) if tls.client_ca_file else "-"
+            line = (
+                f"BROKER_TLS\t{broker_id}\t{port}\t{rmi_port}\t{user or '-'}\t{password or '-'}\t"
+                f"{tls.cert_file}\t{tls.key_file}\t{client_ca}"
+            )
+        fields = self._request(("BROKER", str(broker_id)), line)
         return fields[0]
 
     def set(

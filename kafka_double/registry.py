@@ -10,9 +10,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from .releases import Release
+
+if TYPE_CHECKING:
+    from .mbean_host import JmxTls
 
 UNKNOWN = "unknown"  # ClientInformation.UNKNOWN_NAME_OR_VERSION: docs/kafka-facts/jmx-mbeans.md#unknown-client-software
 MAX_ENTRIES = 100  # IntGaugeSuite "clients" maxEntries (docs/kafka-facts/jmx-mbeans.md#gauge-suite-eviction)
@@ -49,7 +52,14 @@ class MemorySink:
     def sync(self, timeout: float = 10.0) -> None:
         return None
 
-    def add_broker(self, broker_id: int, port: int, user: str | None = None, password: str | None = None) -> str:
+    def add_broker(
+        self,
+        broker_id: int,
+        port: int,
+        user: str | None = None,
+        password: str | None = None,
+        tls: JmxTls | None = None,
+    ) -> str:
         # Same shape as MBeanHost.add_broker, so a DoubleCluster can run without a JVM.
         return f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{port}/jmxrmi"
 

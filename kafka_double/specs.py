@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .mbean_host import JmxTls
 from .sasl_server import MECHANISMS
 
 # What the double's listeners speak: no TLS (yet); SASL over plaintext with PLAIN and SCRAM.
@@ -44,4 +45,5 @@ class BrokerSpec:
     metrics_port: int = 0  # the Prometheus endpoint, when the cluster serves them (0: pick a free port)
     jmx_user: str | None = None
     jmx_password: str | None = None
+    jmx_tls: JmxTls | None = None  # JMX over TLS (optionally asking for a client certificate)
     tls_cipher_gauges: bool = True

@@ -76,10 +76,71 @@ class JmxCredentials(_Password):
         return self
 
 
+class JmxTls(StrictModel):
+    """JMX over TLS, as brokers started with -Dcom.sun.management.jmxremote.ssl=true serve it (the RMI registry
+    plain, the RMI connection over TLS). Trust: ca_file or trust_store; mutual TLS: cert_file and key_file, or
+    key_store. Store passwords only as files: the bridge JVM reads them, so they reach no command line."""
+
+    ca_file: Path | None = Field(
+        default=None, description="PEM bundle of the CA(s) that signed the brokers' JMX certificates"
+    )
+    trust_store: Path | None = Field(default=None, description="or: a PKCS12 or JKS trust store holding those CAs")
+    trust_store_password_file: Path | None = Field(default=None, description="file holding the trust store password")
+    trust_store_type: Literal["PKCS12", "JKS"] = "PKCS12"
+    cert_file: Path | None = Field(
+        default=None, description="client certificate chain, PEM (mutual TLS: jmxremote.ssl.need.client.auth=true)"
+    )
+    key_file: Path | None = Field(default=None, description="the client certificate's key, unencrypted PKCS#8 PEM")
+    key_store: Path | None = Field(default=None, description="or: a PKCS12 or JKS key store with the client key")
+    key_store_password_file: Path | None = Field(
+        default=None, description="file holding the key store password (also the key's)"
+    )
+    key_store_type: Literal["PKCS12", "JKS"] = "PKCS12"
+    check_hostname: bool = Field(
+        default=True,
+        description="the broker certificate must name the host in the broker's RMI stub (its java.rmi.server.hostname)",
+    )
+
+    @model_validator(mode="after")
+    def _files(self) -> JmxTls:
+        for name in (
+            "ca_file",
+            "trust_store",
+            "trust_store_password_file",
+            "cert_file",
+            "key_file",
+            "key_store",
+            "key_store_password_file",
+        ):
+            path = getattr(self, name)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{name} {path} does not exist or is not a file")
+        if (self.ca_file is None) == (self.trust_store is None):
+            raise ValueError(
+                "give either ca_file (PEM) or trust_store (PKCS12/JKS) to trust the brokers' JMX certificates, not "
+                + ("both" if self.ca_file else "neither")
+            )
+        if self.trust_store_password_file is not None and self.trust_store is None:
+            raise ValueError("trust_store_password_file is set but trust_store is not")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together (mutual TLS)")
+        if self.cert_file is not None and self.key_store is not None:
+            raise ValueError("give either cert_file and key_file or key_store for mutual TLS, not both")
+        if self.key_store_password_file is not None and self.key_store is None:
+            raise ValueError("key_store_password_file is set but key_store is not")
+        if self.key_file is not None and b"-----BEGIN PRIVATE KEY-----" not in self.key_file.read_bytes():
+            raise ValueError(
+                f"key_file {self.key_file} is not an unencrypted PKCS#8 PEM key (-----BEGIN PRIVATE KEY-----); "
+                "convert it with: openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.pk8"
+            )
+        return self
+
+
 class ClusterJmx(JmxCredentials):
     """JMX settings shared by the brokers of a cluster."""
 
     port: int | None = Field(default=None, ge=1, le=65535, description="JMX RMI port on each broker host")
+    tls: JmxTls | None = None
 
 
 class BrokerConfig(StrictModel):
@@ -537,6 +598,17 @@ class Settings(BaseSettings):
         if repeated:
             raise ValueError(f"cluster names must be unique; repeated: {repeated}")
         return clusters
+
+    @model_validator(mode="after")
+    def _tls_needs_the_bridge(self) -> Settings:
+        # The per-call jar takes no TLS options, and PEM files cannot be handed to a JVM as system properties.
+        if self.collection.jmx_transport == "per_call":
+            with_tls = [c.name for c in self.clusters if c.jmx is not None and c.jmx.tls is not None]
+            if with_tls:
+                raise ValueError(
+                    f"jmx.tls (clusters {', '.join(with_tls)}) needs collection.jmx_transport bridge, not per_call"
+                )
+        return self
 
     @classmethod
     def settings_customise_sources(

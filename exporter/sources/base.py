@@ -23,6 +23,7 @@ class Reason(StrEnum):
     JMX_ERROR = "jmx_error"
     INVALID_RESPONSE = "invalid_response"
     JAVA_NOT_FOUND = "java_not_found"
+    TLS = "tls"  # a TLS handshake failed: untrusted certificate, host name mismatch, refused client certificate
     JMX_BRIDGE = "jmx_bridge"  # the long-lived JMX bridge JVM died or stopped answering; it is restarted
     PROTOCOL = "protocol"
 

@@ -9,11 +9,14 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import trustme
+from cryptography.hazmat.primitives import serialization
 from jmxquery import JMXConnection, JMXQuery
 
-from kafka_double.mbean_host import MBeanHost, free_port, free_ports
+from kafka_double.mbean_host import JmxTls, MBeanHost, free_port, free_ports
 
 pytestmark = pytest.mark.slow
 
@@ -262,3 +265,27 @@ def test_dead_jvm_raises_instead_of_hanging() -> None:
             h.sync(timeout=5)
         with pytest.raises(RuntimeError, match="exit"):
             h.set(1, CONNECTIONS_MBEAN, "connections", 1)
+
+
+def test_a_tls_broker_refuses_plain_clients_and_bad_tls_files(
+    host: MBeanHost, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    cert, key, garbage = tmp_path / "broker.pem", tmp_path / "broker.key", tmp_path / "garbage.key"
+    cert.write_bytes(b"".join(pem.bytes() for pem in leaf.cert_chain_pems))
+    private = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), None)
+    pkcs8 = serialization.PrivateFormat.PKCS8
+    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, pkcs8, serialization.NoEncryption()))
+    garbage.write_text("not a key")
+    url = host.add_broker(80, free_port(), tls=JmxTls(cert, key))
+    host.set(80, CONNECTIONS_MBEAN, "connections", 1)
+    host.sync()
+    # A client without the test CA fails the handshake on the RMI connection (the registry stays plain).
+    with pytest.raises(subprocess.CalledProcessError):
+        JMXConnection(url).query([JMXQuery(CONNECTIONS_MBEAN, "connections")])
+    assert "SSLHandshakeException: PKIX path building failed" in caplog.text
+    with pytest.raises(ValueError, match=r"TLS file .*missing\.pem does not exist"):
+        host.add_broker(81, free_port(), tls=JmxTls(tmp_path / "missing.pem", key))
+    with pytest.raises(RuntimeError, match="BROKER 82"):
+        host.add_broker(82, free_port(), tls=JmxTls(cert, garbage))

@@ -4,15 +4,45 @@
 //    "password": "p", "timeout_ms": 1750, "queries": ["kafka.server:type=...,*/connections", ...]}
 // and responses on stdout, in completion order:
 //   {"id": 7, "items": [...]}                         items exactly as jmxquery's jar prints them
-//   {"id": 7, "error": "connection", "message": "..."}  error: connection | authentication | timeout | jmx_error
+//   {"id": 7, "error": "connection", "message": "..."}  error: connection | authentication | timeout | jmx_error | tls
 // Credentials arrive only here, never on the command line, and are never written to stderr (log lines only).
-// Arguments: <worker threads> <idle seconds after which an unasked broker's connection is closed>.
+// Arguments: <worker threads> <idle seconds after which an unasked broker's connection is closed>, then for JMX over
+// TLS (one bridge per distinct TLS configuration): ca_file=<PEM> | trust_store=<file> [trust_store_password_file=
+// <file>] [trust_store_type=PKCS12|JKS]; for mutual TLS cert_file=<PEM> key_file=<PKCS#8 PEM> | key_store=<file>
+// [key_store_password_file=<file>] [key_store_type=PKCS12|JKS]; check_hostname=true|false. Only file paths: the
+// bridge reads the passwords from their files, so no secret is on the command line.
 // Read and connect timeouts of RMI itself come from -Dsun.rmi.transport.* options set by the exporter.
 
 import com.outlyer.jmx.jmxquery.JMXConnector;
 import com.outlyer.jmx.jmxquery.JMXMetric;
 
 import java.io.BufferedReader;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyFactory;
+import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateException;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.security.spec.PKCS8EncodedKeySpec;
+import java.util.Base64;
+import java.util.Collection;
+import java.util.Locale;
+import javax.net.ssl.KeyManager;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSession;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.TrustManagerFactory;
+import javax.net.ssl.X509ExtendedTrustManager;
 import java.io.BufferedWriter;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
@@ -38,6 +68,7 @@ public final class JmxBridge {
             new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
     private static final Map<String, Broker> BROKERS = new ConcurrentHashMap<>();
     private static ExecutorService pool;
+    private static volatile String tlsProblem;
 
     /**
      * One broker's connection. `busy` admits one read per broker at a time (a JMXConnector is not ours to share);
@@ -103,6 +134,17 @@ public final class JmxBridge {
 
     public static void main(String[] args) throws Exception {
         int workers = Integer.parseInt(args[0]);
+        if (args.length > 2) {
+            // The RMI server stub of a broker with com.sun.management.jmxremote.ssl=true carries an
+            // SslRMIClientSocketFactory, which takes SSLSocketFactory.getDefault(): the default context is the one.
+            try {
+                SSLContext.setDefault(Tls.context(Tls.options(args)));
+            } catch (Exception error) {
+                // Every read answers this (a bridge that exited would only be restarted into the same failure).
+                tlsProblem = "the JMX TLS configuration cannot be used: " + describe(error);
+                log(tlsProblem);
+            }
+        }
         long idleNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(args[1]));
         pool = Executors.newFixedThreadPool(workers, daemon("jmx-bridge-worker"));
         ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(daemon("jmx-bridge-timer"));
@@ -144,6 +186,10 @@ public final class JmxBridge {
     private static void serve(Reply reply, Map<String, Object> request) {
         String key = String.valueOf(request.get("broker"));
         String url = (String) request.get("url");
+        if (tlsProblem != null) {
+            reply.error("tls", tlsProblem);
+            return;
+        }
         Broker broker = claim(key);
         if (broker == null) {
             reply.error("timeout", "JMX query at " + url + ": the previous read of this broker has not finished");
@@ -229,6 +275,16 @@ public final class JmxBridge {
                     reply.error("authentication", "JMX authentication failed at " + url + ": " + describe(error));
                     return;
                 } catch (Exception error) {
+                    if (Tls.failed(error)) {
+                        reply.error("tls", "TLS handshake with JMX at " + url + " failed: " + describe(error));
+                        return;
+                    }
+                    if (Tls.droppedBy(error)) {
+                        reply.error("tls", "the JMX server at " + url + " closed the TLS connection during the "
+                                + "handshake (does it need a client certificate: cert_file and key_file?): "
+                                + describe(error));
+                        return;
+                    }
                     reply.error("connection", "cannot connect to JMX at " + url + ": " + describe(error));
                     return;
                 }
@@ -270,6 +326,9 @@ public final class JmxBridge {
         } catch (SecurityException error) {
             throw new Failure("authentication", "JMX access denied: " + describe(error));
         } catch (java.io.IOException error) {
+            if (Tls.failed(error)) {
+                throw new Failure("tls", "TLS with JMX at " + broker.url + " failed: " + describe(error));
+            }
             throw new Failure("connection", "JMX connection to " + broker.url + " failed: " + describe(error));
         } catch (Exception error) {
             throw new Failure("jmx_error", "JMX query at " + broker.url + " failed: " + describe(error));
@@ -331,6 +390,237 @@ public final class JmxBridge {
             thread.setDaemon(true);
             return thread;
         };
+    }
+
+    /** The bridge's TLS client side, built from PEM files: trust (the CA), identity (mutual TLS), host checking. */
+    static final class Tls {
+        static Map<String, String> options(String[] args) {
+            Map<String, String> options = new HashMap<>();
+            for (int i = 2; i < args.length; i++) {
+                int eq = args[i].indexOf('=');
+                if (eq < 0) {
+                    throw new IllegalArgumentException("TLS argument " + args[i] + " is not name=value");
+                }
+                options.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+            }
+            return options;
+        }
+
+        static SSLContext context(Map<String, String> options) throws Exception {
+            KeyStore trusted;
+            if (options.containsKey("trust_store")) {
+                trusted = store(options, "trust_store");
+            } else {
+                trusted = KeyStore.getInstance("PKCS12");
+                trusted.load(null, null);
+                int n = 0;
+                for (Certificate ca : certificates(options.get("ca_file"))) {
+                    trusted.setCertificateEntry("ca-" + n++, ca);
+                }
+            }
+            TrustManagerFactory trust = TrustManagerFactory.getInstance("PKIX");
+            trust.init(trusted);
+            X509ExtendedTrustManager checked = null;
+            for (TrustManager manager : trust.getTrustManagers()) {
+                if (manager instanceof X509ExtendedTrustManager) {
+                    checked = (X509ExtendedTrustManager) manager;
+                }
+            }
+            KeyManager[] identity = null;
+            if (options.containsKey("key_store")) {
+                KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+                factory.init(store(options, "key_store"), password(options.get("key_store_password_file")));
+                identity = factory.getKeyManagers();
+            } else if (options.containsKey("cert_file")) {
+                KeyStore keys = KeyStore.getInstance("PKCS12");
+                keys.load(null, null);
+                List<Certificate> chain = certificates(options.get("cert_file"));
+                keys.setKeyEntry("client", privateKey(options.get("key_file")), new char[0],
+                        chain.toArray(new Certificate[0]));
+                KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+                factory.init(keys, new char[0]);
+                identity = factory.getKeyManagers();
+            }
+            boolean checkHostname = !"false".equals(options.get("check_hostname"));
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(identity, new TrustManager[] {new HostChecking(checked, checkHostname)}, null);
+            log("TLS: trusting " + trusted.size() + " certificate(s) from "
+                    + options.getOrDefault("ca_file", options.get("trust_store"))
+                    + (identity != null ? ", client key from "
+                            + options.getOrDefault("cert_file", options.get("key_store")) : "")
+                    + (checkHostname ? ", checking host names" : ", not checking host names"));
+            return context;
+        }
+
+        /** The `name` store (PKCS12 or JKS), opened with the password read from its password file, if any. */
+        static KeyStore store(Map<String, String> options, String name) throws Exception {
+            KeyStore store = KeyStore.getInstance(options.getOrDefault(name + "_type", "PKCS12"));
+            try (InputStream in = Files.newInputStream(Path.of(options.get(name)))) {
+                store.load(in, password(options.get(name + "_password_file")));
+            }
+            return store;
+        }
+
+        static char[] password(String file) throws java.io.IOException {
+            if (file == null) {
+                return new char[0];
+            }
+            // Secret files from Kubernetes and Docker end with a newline that is not part of the secret.
+            String text = Files.readString(Path.of(file), StandardCharsets.UTF_8);
+            return text.replaceAll("[\\r\\n]+$", "").toCharArray();
+        }
+
+        static List<Certificate> certificates(String path) throws Exception {
+            try (InputStream in = Files.newInputStream(Path.of(path))) {
+                List<Certificate> found = new ArrayList<>(CertificateFactory.getInstance("X.509").generateCertificates(in));
+                if (found.isEmpty()) {
+                    throw new IllegalArgumentException(path + " holds no PEM certificate");
+                }
+                return found;
+            }
+        }
+
+        static PrivateKey privateKey(String path) throws Exception {
+            String pem = Files.readString(Path.of(path), StandardCharsets.US_ASCII);
+            int begin = pem.indexOf("-----BEGIN PRIVATE KEY-----");
+            int end = pem.indexOf("-----END PRIVATE KEY-----");
+            if (begin < 0 || end < begin) {
+                throw new IllegalArgumentException(path + " holds no unencrypted PKCS#8 key (BEGIN PRIVATE KEY)");
+            }
+            byte[] der = Base64.getMimeDecoder().decode(pem.substring(begin + 27, end));
+            for (String algorithm : new String[] {"RSA", "EC", "Ed25519"}) {
+                try {
+                    return KeyFactory.getInstance(algorithm).generatePrivate(new PKCS8EncodedKeySpec(der));
+                } catch (Exception notThisOne) {
+                    // try the next algorithm
+                }
+            }
+            throw new IllegalArgumentException(path + " holds a key that is not RSA, EC or Ed25519");
+        }
+
+        /**
+         * Whether a new connection was closed inside the TLS layer: with TLS 1.3 a server refusing the client's
+         * certificate closes the connection after the client's side of the handshake, which the client sees as a
+         * broken pipe or reset in its TLS socket rather than as an alert.
+         */
+        static boolean droppedBy(Throwable error) {
+            for (Throwable cause = error; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
+                if (cause instanceof java.net.SocketException) {
+                    for (StackTraceElement frame : cause.getStackTrace()) {
+                        if (frame.getClassName().startsWith("sun.security.ssl.")) {
+                            return true;
+                        }
+                    }
+                }
+            }
+            return false;
+        }
+
+        /** Whether a connection failed in TLS (handshake, certificate, alert) rather than on the network. */
+        static boolean failed(Throwable error) {
+            for (Throwable cause = error; cause != null; cause = cause.getCause() == cause ? null : cause.getCause()) {
+                if (cause instanceof SSLException || cause instanceof CertificateException) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /**
+     * The PKIX trust manager plus the host name check that SslRMIClientSocketFactory never asks for (its sockets
+     * have no endpoint identification algorithm): the server certificate must name the host the stub points to.
+     */
+    static final class HostChecking extends X509ExtendedTrustManager {
+        private final X509ExtendedTrustManager trust;
+        private final boolean checkHostname;
+
+        HostChecking(X509ExtendedTrustManager trust, boolean checkHostname) {
+            this.trust = trust;
+            this.checkHostname = checkHostname;
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket)
+                throws CertificateException {
+            trust.checkServerTrusted(chain, authType, socket);
+            if (checkHostname && socket instanceof SSLSocket) {
+                SSLSession session = ((SSLSocket) socket).getHandshakeSession();
+                String host = session != null ? session.getPeerHost() : socket.getInetAddress().getHostAddress();
+                checkHost(chain[0], host);
+            }
+        }
+
+        static void checkHost(X509Certificate certificate, String host) throws CertificateException {
+            List<String> names = new ArrayList<>();
+            Collection<List<?>> alternatives = certificate.getSubjectAlternativeNames();
+            boolean literal = host.indexOf(':') >= 0 || host.matches("[0-9.]+");
+            for (List<?> entry : alternatives == null ? List.<List<?>>of() : alternatives) {
+                int type = (Integer) entry.get(0);
+                String name = String.valueOf(entry.get(1));
+                if (type != 2 && type != 7) {
+                    continue;
+                }
+                names.add(name);
+                try {
+                    if (literal && type == 7
+                            && InetAddress.getByName(name).equals(InetAddress.getByName(host))) {
+                        return;
+                    }
+                } catch (java.net.UnknownHostException notAnAddress) {
+                    continue;
+                }
+                if (!literal && type == 2 && dnsMatches(name.toLowerCase(Locale.ROOT), host.toLowerCase(Locale.ROOT))) {
+                    return;
+                }
+            }
+            throw new CertificateException("host name check failed: the certificate names " + names + ", not "
+                    + host + " (the host in the broker's RMI stub, its java.rmi.server.hostname)");
+        }
+
+        static boolean dnsMatches(String pattern, String host) {
+            if (pattern.startsWith("*.")) {
+                int dot = host.indexOf('.');
+                return dot > 0 && host.substring(dot).equals(pattern.substring(1));
+            }
+            return pattern.equals(host);
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine)
+                throws CertificateException {
+            trust.checkServerTrusted(chain, authType, engine);
+            if (checkHostname) {
+                checkHost(chain[0], engine.getPeerHost());
+            }
+        }
+
+        @Override
+        public void checkServerTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            throw new CertificateException("a server certificate is checked only with its connection at hand");
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket)
+                throws CertificateException {
+            trust.checkClientTrusted(chain, authType, socket);
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine)
+                throws CertificateException {
+            trust.checkClientTrusted(chain, authType, engine);
+        }
+
+        @Override
+        public void checkClientTrusted(X509Certificate[] chain, String authType) throws CertificateException {
+            trust.checkClientTrusted(chain, authType);
+        }
+
+        @Override
+        public X509Certificate[] getAcceptedIssuers() {
+            return trust.getAcceptedIssuers();
+        }
     }
 
     /** The JSON subset the requests use: objects, arrays, strings, numbers, true/false/null. */

@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 from typing import IO
 
 from jmxquery import JAR_PATH
@@ -53,9 +54,46 @@ _REASONS = {
 
 
 @dataclass(frozen=True)
+class BridgeTls:
+    """A bridge's JMX over TLS: its JVM's default SSL context, which the brokers' RMI stubs use. One bridge per
+    distinct value. Only paths (passwords as files the bridge reads), so the command line holds no secret."""
+
+    ca_file: Path | None = None
+    trust_store: Path | None = None
+    trust_store_password_file: Path | None = None
+    trust_store_type: str = "PKCS12"
+    cert_file: Path | None = None
+    key_file: Path | None = None  # unencrypted PKCS#8 PEM
+    key_store: Path | None = None
+    key_store_password_file: Path | None = None
+    key_store_type: str = "PKCS12"
+    check_hostname: bool = True
+
+    def arguments(self) -> list[str]:
+        """The bridge's TLS arguments, name=value."""
+        files = [
+            f"{name}={path}"
+            for name in (
+                "ca_file",
+                "trust_store",
+                "trust_store_password_file",
+                "cert_file",
+                "key_file",
+                "key_store",
+                "key_store_password_file",
+            )
+            if (path := getattr(self, name)) is not None
+        ]
+        types = [f"trust_store_type={self.trust_store_type}"] if self.trust_store else []
+        types += [f"key_store_type={self.key_store_type}"] if self.key_store else []
+        return [*files, *types, f"check_hostname={str(self.check_hostname).lower()}"]
+
+
+@dataclass(frozen=True)
 class _Pending:
     future: asyncio.Future[list[dict]]
     loop: asyncio.AbstractEventLoop
+    broker: str
     target: JmxTarget
     process: subprocess.Popen[bytes]
 
@@ -74,8 +112,16 @@ class JmxBridge(JmxTransport):
 
     uses_slots = False  # the bridge bounds its own concurrency with `workers` threads
 
-    def __init__(self, java: JavaRuntime, workers: int, deadline_seconds: float, idle_seconds: float) -> None:
+    def __init__(
+        self,
+        java: JavaRuntime,
+        workers: int,
+        deadline_seconds: float,
+        idle_seconds: float,
+        tls: BridgeTls | None = None,
+    ) -> None:
         self._java = java
+        self._tls = tls
         self._workers = workers
         self._deadline_seconds = deadline_seconds
         self._idle_seconds = idle_seconds
@@ -99,7 +145,18 @@ class JmxBridge(JmxTransport):
         ]
         classpath = os.pathsep.join((BRIDGE_JAR, JAR_PATH))
         idle = str(max(1, round(self._idle_seconds)))
-        return [self._java.path, *self._java.options, *rmi, "-cp", classpath, "JmxBridge", str(self._workers), idle]
+        tls = self._tls.arguments() if self._tls is not None else []
+        return [
+            self._java.path,
+            *self._java.options,
+            *rmi,
+            "-cp",
+            classpath,
+            "JmxBridge",
+            str(self._workers),
+            idle,
+            *tls,
+        ]
 
     @property
     def pid(self) -> int | None:
@@ -121,7 +178,7 @@ class JmxBridge(JmxTransport):
             "queries": [query.to_query_string() for query in QUERIES],
         }
         sent = time.monotonic()
-        process = self._send(request_id, future, loop, target, (json.dumps(request) + "\n").encode())
+        process = self._send(request_id, future, loop, broker, target, (json.dumps(request) + "\n").encode())
         try:
             return await asyncio.wait_for(future, deadline_seconds)
         except TimeoutError:
@@ -164,6 +221,7 @@ class JmxBridge(JmxTransport):
         request_id: int,
         future: asyncio.Future[list[dict]],
         loop: asyncio.AbstractEventLoop,
+        broker: str,
         target: JmxTarget,
         line: bytes,
     ) -> subprocess.Popen[bytes]:
@@ -171,7 +229,7 @@ class JmxBridge(JmxTransport):
             process = self._process
             if process is None or process.poll() is not None:
                 process = self._process = self._start()
-            self._pending[request_id] = _Pending(future, loop, target, process)
+            self._pending[request_id] = _Pending(future, loop, broker, target, process)
             try:
                 assert process.stdin is not None
                 process.stdin.write(line)
@@ -250,6 +308,9 @@ class JmxBridge(JmxTransport):
         message = redact(str(answer.get("message")), target)
         if kind == "authentication":
             error = authentication_failed(target)
+        elif kind == "tls":
+            cluster, _, broker = pending.broker.rpartition("/")
+            error = JmxError(Reason.TLS, f"JMX over TLS to broker {broker} of cluster {cluster} failed: {message}")
         elif kind in _REASONS:
             error = JmxError(_REASONS[kind], message)
         else:
