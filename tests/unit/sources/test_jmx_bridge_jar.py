@@ -32,8 +32,10 @@ def test_the_jar_holds_the_bridge_and_stays_small() -> None:
 
 
 def test_the_command_line_carries_rmi_deadlines_and_no_credentials() -> None:
-    command = JmxBridge(JavaRuntime("/opt/java", ("-Xss512k",)), 8, 2.5, 90).command()
-    assert command[:2] == ["/opt/java", "-Xss512k"]
+    command = JmxBridge(JavaRuntime("/opt/java", ("-Xss512k", "-Xms64m")), 8, 2.5, 90).command()
+    assert command[0] == "/opt/java" and "-Xss512k" in command
+    # java.options follow the bridge's own defaults: of a repeated option the JVM takes the last.
+    assert [arg for arg in command if arg.startswith("-Xms")][-1] == "-Xms64m"
     assert "-Dsun.rmi.transport.tcp.responseTimeout=2500" in command
     assert "-Dsun.rmi.transport.connectionTimeout=2500" in command
     assert command[-3:] == ["JmxBridge", "8", "90"]
