@@ -103,17 +103,9 @@ class JmxTls(StrictModel):
 
     @model_validator(mode="after")
     def _files(self) -> JmxTls:
-        for name in (
-            "ca_file",
-            "trust_store",
-            "trust_store_password_file",
-            "cert_file",
-            "key_file",
-            "key_store",
-            "key_store_password_file",
-        ):
+        for name in type(self).model_fields:
             path = getattr(self, name)
-            if path is not None and not path.is_file():
+            if isinstance(path, Path) and not path.is_file():
                 raise ValueError(f"{name} {path} does not exist or is not a file")
         if (self.ca_file is None) == (self.trust_store is None):
             raise ValueError(
@@ -222,7 +214,7 @@ class PrometheusTls(StrictModel):
     def _files(self) -> PrometheusTls:
         for name in ("ca_file", "cert_file", "key_file"):
             path = getattr(self, name)
-            if path is not None and not path.is_file():
+            if isinstance(path, Path) and not path.is_file():
                 raise ValueError(f"{name} {path} does not exist or is not a file")
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("cert_file and key_file go together (mutual TLS)")
@@ -319,7 +311,7 @@ class TlsConfig(StrictModel):
     def _files(self) -> TlsConfig:
         for name in ("ca_file", "cert_file", "key_file", "crl_file"):
             path = getattr(self, name)
-            if path is not None and not path.is_file():
+            if isinstance(path, Path) and not path.is_file():
                 raise ValueError(f"{name} {path} does not exist or is not a file")
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("cert_file and key_file go together (mutual TLS)")

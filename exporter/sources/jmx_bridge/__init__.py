@@ -19,7 +19,7 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib.resources import files
 from pathlib import Path
 from typing import IO
@@ -75,19 +75,7 @@ class BridgeTls:
 
     def arguments(self) -> list[str]:
         """The bridge's TLS arguments, name=value."""
-        files = [
-            f"{name}={path}"
-            for name in (
-                "ca_file",
-                "trust_store",
-                "trust_store_password_file",
-                "cert_file",
-                "key_file",
-                "key_store",
-                "key_store_password_file",
-            )
-            if (path := getattr(self, name)) is not None
-        ]
+        files = [f"{f.name}={value}" for f in fields(self) if isinstance(value := getattr(self, f.name), Path)]
         types = [f"trust_store_type={self.trust_store_type}"] if self.trust_store else []
         types += [f"key_store_type={self.key_store_type}"] if self.key_store else []
         return [*files, *types, f"check_hostname={str(self.check_hostname).lower()}"]
