@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from exporter.config.settings import BrokerConfig, ClusterConfig
 from exporter.snapshot import CLUSTER_BROKER, SourceResult
 from exporter.sources.base import Poll, Source, SourceName
 from exporter.sources.kafka_session import BrokerAddress, KafkaSession
@@ -60,3 +61,29 @@ class DiscoverySource(Source):
 
     def close(self) -> None:
         self._session.close()
+
+
+def url_host(host: str) -> str:
+    """`host` as it goes into a URL: an IPv6 literal in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+class PerBrokerSource(Source):
+    """A source read at one endpoint per broker (JMX, a metrics endpoint): the cluster's listed brokers, or else
+    the brokers discovery knows (it then runs after discovery)."""
+
+    def __init__(self, cluster: ClusterConfig, discovery: DiscoverySource | None) -> None:
+        listed = cluster.brokers is not None
+        super().__init__(cluster.name, after=() if listed or discovery is None else (SourceName.DISCOVERY,))
+        self._config = cluster
+        self._discovery = None if listed else discovery
+
+    def _broker_urls(
+        self, port: int | None, listed_url: Callable[[BrokerConfig], str | None], url_at: Callable[[str, int], str]
+    ) -> list[tuple[str, str]]:
+        """(broker id, URL): a listed broker's own URL or its host at `port`; a discovered broker's host at `port`."""
+        if self._config.brokers is not None:
+            return [(str(b.id), listed_url(b) or url_at(b.host or "", port or 0)) for b in self._config.brokers]
+        if port is None or self._discovery is None:
+            return []
+        return [(str(b.node_id), url_at(b.host, port)) for b in self._discovery.brokers()]

@@ -23,8 +23,8 @@ from jmxquery import JAR_PATH, JMXQuery
 
 from exporter.config.settings import ClusterConfig
 from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, SourceResult
-from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
-from exporter.sources.discovery import DiscoverySource
+from exporter.sources.base import Poll, Reason, SourceError, SourceName
+from exporter.sources.discovery import DiscoverySource, PerBrokerSource, url_host
 from exporter.sources.gauge_reading import gauge_reading
 from exporter.sources.object_name import parse_object_name
 
@@ -236,12 +236,10 @@ class PerCallTransport(JmxTransport):
 
 
 def jmx_url_for(host: str, port: int) -> str:
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"service:jmx:rmi:///jndi/rmi://{host}:{port}/jmxrmi"
+    return f"service:jmx:rmi:///jndi/rmi://{url_host(host)}:{port}/jmxrmi"
 
 
-class JmxSource(Source):
+class JmxSource(PerBrokerSource):
     """The cluster's listed brokers at their JMX endpoints, or else the brokers discovery knows at jmx.port.
     Reads take the cycle's concurrency slots when the transport starts a JVM per read."""
 
@@ -254,29 +252,17 @@ class JmxSource(Source):
         deadline_seconds: float,
         discovery: DiscoverySource | None,
     ) -> None:
-        listed = cluster.brokers is not None
-        super().__init__(cluster.name, after=() if listed or discovery is None else (SourceName.DISCOVERY,))
+        super().__init__(cluster, discovery)
         self.uses_slots = transport.uses_slots
-        self._config = cluster
         self._transport = transport
         self._deadline_seconds = deadline_seconds
-        self._discovery = None if listed else discovery
 
     def _targets(self) -> list[tuple[str, JmxTarget]]:
         cluster = self._config
         username, password = cluster.credentials()
         port = cluster.jmx.port if cluster.jmx else None
-        if cluster.brokers is not None:
-            return [
-                (str(b.id), JmxTarget(b.jmx_url or jmx_url_for(b.host or "", port or 0), username, password))
-                for b in cluster.brokers
-            ]
-        if port is None or self._discovery is None:
-            return []
-        return [
-            (str(b.node_id), JmxTarget(jmx_url_for(b.host, port), username, password))
-            for b in self._discovery.brokers()
-        ]
+        urls = self._broker_urls(port, lambda broker: broker.jmx_url, jmx_url_for)
+        return [(broker, JmxTarget(url, username, password)) for broker, url in urls]
 
     async def _read(self, broker: str, target: JmxTarget) -> JmxReading:
         return parse_reading(await self._transport.read(f"{self.cluster}/{broker}", target, self._deadline_seconds))

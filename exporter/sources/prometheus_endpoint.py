@@ -15,8 +15,8 @@ import aiohttp
 
 from exporter.config.settings import ClusterConfig, ClusterPrometheus, PrometheusMapping
 from exporter.snapshot import JmxReading, SourceResult
-from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
-from exporter.sources.discovery import DiscoverySource
+from exporter.sources.base import Poll, Reason, SourceError, SourceName
+from exporter.sources.discovery import DiscoverySource, PerBrokerSource, url_host
 from exporter.sources.exposition_mapping import (
     PRESETS,
     ConnectionsMapping,
@@ -104,9 +104,7 @@ def access_of(config: ClusterPrometheus) -> EndpointAccess:
 
 
 def endpoint_url(scheme: str, host: str, port: int, path: str) -> str:
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port}{path}"
+    return f"{scheme}://{url_host(host)}:{port}{path}"
 
 
 def _short(text: str) -> str:
@@ -179,7 +177,7 @@ async def read_endpoint(
         ) from None
 
 
-class PrometheusEndpointSource(Source):
+class PrometheusEndpointSource(PerBrokerSource):
     """The cluster's listed brokers at their metrics_url, or else the brokers discovery knows at
     prometheus.port. No JVM: the reads take no concurrency slot. The deadline per broker is
     collection.jmx_timeout_seconds, the deadline of a gauge read whichever way it is made."""
@@ -188,32 +186,19 @@ class PrometheusEndpointSource(Source):
 
     def __init__(self, cluster: ClusterConfig, deadline_seconds: float, discovery: DiscoverySource | None) -> None:
         assert cluster.prometheus is not None  # chosen by cluster_sources
-        listed = cluster.brokers is not None
-        super().__init__(cluster.name, after=() if listed or discovery is None else (SourceName.DISCOVERY,))
-        self._config = cluster
+        super().__init__(cluster, discovery)
         self._prometheus = cluster.prometheus
         self._deadline_seconds = deadline_seconds
-        self._discovery = None if listed else discovery
         self._mapping = mapping_of(cluster.prometheus)
         self._access = access_of(cluster.prometheus)
 
     def _targets(self) -> list[tuple[str, str]]:
         prometheus = self._prometheus
-        port = prometheus.port
-        if self._config.brokers is not None:
-            return [
-                (
-                    str(b.id),
-                    b.metrics_url or endpoint_url(prometheus.scheme, b.host or "", port or 0, prometheus.path),
-                )
-                for b in self._config.brokers
-            ]
-        if port is None or self._discovery is None:
-            return []
-        return [
-            (str(b.node_id), endpoint_url(prometheus.scheme, b.host, port, prometheus.path))
-            for b in self._discovery.brokers()
-        ]
+        return self._broker_urls(
+            prometheus.port,
+            lambda broker: broker.metrics_url,
+            lambda host, port: endpoint_url(prometheus.scheme, host, port, prometheus.path),
+        )
 
     def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
         return [
