@@ -193,6 +193,11 @@ class ProcessorMetrics:
         self.clients: IntGaugeSuite[ClientInformation] | None = None
         if owner.release.has_client_mbeans:
             self.clients = IntGaugeSuite(MAX_ENTRIES, self._push_client, self._remove_client)
+        # Selector's "sslCiphers" suite (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge, 2.5.0+), fed by
+        # ChannelRegistry.register_cipher_information after each TLS handshake.
+        self.ciphers: IntGaugeSuite[tuple[str, str]] | None = None
+        if owner.release.has_client_mbeans:
+            self.ciphers = IntGaugeSuite(MAX_ENTRIES, self._push_cipher, self._remove_cipher)
         self._cipher_name: str | None = None
         if cipher_gauge and owner.release.has_client_mbeans:
             # Static stand-in for the "sslCiphers" suite (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge, 2.5.0+):
@@ -206,6 +211,12 @@ class ProcessorMetrics:
 
     def _remove_client(self, info: ClientInformation) -> None:
         self.owner.sink_unset(client_mbean(self.listener, self.processor_id, info))
+
+    def _push_cipher(self, key: tuple[str, str], value: int) -> None:
+        self.owner.sink_set(cipher_mbean(self.listener, self.processor_id, *key), "connections", value, "int")
+
+    def _remove_cipher(self, key: tuple[str, str]) -> None:
+        self.owner.sink_unset(cipher_mbean(self.listener, self.processor_id, *key))
 
     def _push_count(self) -> None:
         # connection-count is a Measurable (double) in Kafka's Selector metrics.
@@ -223,6 +234,7 @@ class ChannelRegistry:
     def __init__(self, processor: ProcessorMetrics) -> None:
         self._processor = processor
         self.client_information: ClientInformation | None = None
+        self.cipher_information: tuple[str, str] | None = None
         self._closed = False
         with processor.owner.lock:
             processor.open_channels += 1
@@ -238,6 +250,21 @@ class ChannelRegistry:
         with self._processor.owner.lock:
             if not self._closed:
                 self._register_locked(info)
+
+    def register_cipher_information(self, cipher: str, protocol: str) -> None:
+        """SelectorChannelMetadataRegistry.registerCipherInformation, called by SslTransportLayer once a
+        handshake has finished (Selector.java:1075, SslTransportLayer.java:468 in Apache Kafka trunk);
+        CipherInformation maps an empty cipher or protocol to "unknown"."""
+        key = (cipher or UNKNOWN, protocol or UNKNOWN)
+        with self._processor.owner.lock:
+            if self._closed or self.cipher_information == key:
+                return
+            suite = self._processor.ciphers
+            if suite is not None:
+                if self.cipher_information is not None:
+                    suite.decrement(self.cipher_information)
+                suite.increment(key)
+            self.cipher_information = key
 
     def _register_locked(self, info: ClientInformation) -> None:
         suite = self._processor.clients
@@ -259,6 +286,9 @@ class ChannelRegistry:
             if self.client_information is not None and proc.clients is not None:
                 proc.clients.decrement(self.client_information)
             self.client_information = None
+            if self.cipher_information is not None and proc.ciphers is not None:
+                proc.ciphers.decrement(self.cipher_information)
+            self.cipher_information = None
             proc.open_channels -= 1
             proc._push_count()
 

@@ -13,6 +13,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import ssl
 import time
 from dataclasses import dataclass, field
 
@@ -25,7 +26,8 @@ from .registry import BrokerMetrics, ChannelRegistry
 from .releases import Release
 from .request_log import CompletedRequest, RequestLog
 from .sasl_server import SASL_AUTHENTICATION_FAILED, SaslFailure, SaslSession
-from .specs import SASL_PROTOCOLS, ListenerSpec
+from .specs import SASL_PROTOCOLS, TLS_PROTOCOLS, ListenerSpec
+from .tls import negotiated, peer_principal, server_context
 from .topology import Topology
 from .wire import (
     API_VERSIONS,
@@ -63,6 +65,7 @@ class _Listener:
     port: int
     processor_ids: list[int]
     server: asyncio.Server | None = None
+    ssl_context: ssl.SSLContext | None = None  # SSL and SASL_SSL listeners
     _rr: itertools.cycle = field(init=False)
 
     def __post_init__(self) -> None:
@@ -100,11 +103,13 @@ class BrokerServer:
         self.listeners: list[_Listener] = []
         for spec, port in listeners:
             pids = [next(ids) for _ in range(spec.network_processors)]
-            # Static cipher gauges on SSL-based listeners, or everywhere when configured (test aid).
-            cipher = tls_cipher_gauges or spec.security_protocol in ("SSL", "SASL_SSL")
+            tls = spec.security_protocol in TLS_PROTOCOLS
+            # TLS listeners count real handshakes in their cipher gauges; elsewhere a static stand-in when
+            # configured (test aid for exporters that must skip cipher-tagged `connections` MBeans).
             for pid in pids:
-                metrics.add_processor(spec.name, pid, cipher)
-            self.listeners.append(_Listener(spec, port, pids))
+                metrics.add_processor(spec.name, pid, tls_cipher_gauges and not tls)
+            context = server_context(spec.tls) if spec.tls is not None else None
+            self.listeners.append(_Listener(spec, port, pids, ssl_context=context))
         # Processor.nextConnectionIndex: per processor, part of the connection id.
         self._conn_index = {pid: itertools.count() for lst in self.listeners for pid in lst.processor_ids}
         self._writers: set[asyncio.StreamWriter] = set()
@@ -112,8 +117,10 @@ class BrokerServer:
 
     async def start(self) -> None:
         for lst in self.listeners:
+            # With ssl= the callback runs once the handshake is done; a failed handshake never reaches it (unlike
+            # Kafka, whose Selector counts the connection from accept, so connection-count misses those).
             lst.server = await asyncio.start_server(
-                functools.partial(self._accept, lst), self.host, lst.port, reuse_address=True
+                functools.partial(self._accept, lst), self.host, lst.port, reuse_address=True, ssl=lst.ssl_context
             )
             self.topology.set_listener_port(self.broker_id, lst.spec.name, lst.port)
         self.topology.set_alive(self.broker_id, True)
@@ -150,6 +157,15 @@ class BrokerServer:
             else None
         )
         try:
+            ssl_object = writer.get_extra_info("ssl_object")
+            if ssl_object is not None:
+                # SslTransportLayer.handshakeFinished registers the session's cipher suite and protocol
+                # (SslTransportLayer.java:468, Apache Kafka trunk).
+                channel.register_cipher_information(*negotiated(ssl_object))
+                if lst.spec.security_protocol == "SSL":
+                    # DefaultKafkaPrincipalBuilder.build: an SSL listener's principal is the peer certificate's
+                    # subject DN, ANONYMOUS without one (DefaultKafkaPrincipalBuilder.java:71-77,100-106).
+                    ctx.principal = peer_principal(ssl_object)
             while True:
                 size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
                 if size < 0 or size > MAX_REQUEST_BYTES:
