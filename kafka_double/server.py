@@ -16,6 +16,7 @@ import logging
 import ssl
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kafka.protocol.api_message import ApiMessage
 
@@ -28,6 +29,7 @@ from .request_log import CompletedRequest, RequestLog
 from .sasl_server import SASL_AUTHENTICATION_FAILED, SaslFailure, SaslSession
 from .specs import SASL_PROTOCOLS, TLS_PROTOCOLS, ListenerSpec
 from .tls import negotiated, peer_principal, server_context
+from .tls_transport import TlsConnection, TlsHandshakeFailed
 from .topology import Topology
 from .wire import (
     API_VERSIONS,
@@ -47,6 +49,16 @@ SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
 # connection.failed.authentication.delay.ms default: the client reads the error before the close.
 FAILED_AUTHENTICATION_DELAY = 0.1
+
+
+class _Inbound(Protocol):
+    async def readexactly(self, n: int) -> bytes: ...
+
+
+class _Outbound(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
 
 
 @dataclass
@@ -117,10 +129,9 @@ class BrokerServer:
 
     async def start(self) -> None:
         for lst in self.listeners:
-            # With ssl= the callback runs once the handshake is done; a failed handshake never reaches it (unlike
-            # Kafka, whose Selector counts the connection from accept, so connection-count misses those).
+            # Plain TCP even for TLS listeners: _accept runs the handshake (see tls_transport).
             lst.server = await asyncio.start_server(
-                functools.partial(self._accept, lst), self.host, lst.port, reuse_address=True, ssl=lst.ssl_context
+                functools.partial(self._accept, lst), self.host, lst.port, reuse_address=True
             )
             self.topology.set_listener_port(self.broker_id, lst.spec.name, lst.port)
         self.topology.set_alive(self.broker_id, True)
@@ -156,25 +167,39 @@ class BrokerServer:
             if lst.spec.security_protocol in SASL_PROTOCOLS
             else None
         )
+        inbound: _Inbound = reader
+        outbound: _Outbound = writer
         try:
-            ssl_object = writer.get_extra_info("ssl_object")
-            if ssl_object is not None:
+            if lst.ssl_context is not None:
+                tls = TlsConnection(reader, writer, lst.ssl_context)
+                await tls.handshake()
+                inbound = outbound = tls
                 # SslTransportLayer.handshakeFinished registers the session's cipher suite and protocol
                 # (SslTransportLayer.java:468, Apache Kafka trunk).
-                channel.register_cipher_information(*negotiated(ssl_object))
+                channel.register_cipher_information(*negotiated(tls.ssl_object))
                 if lst.spec.security_protocol == "SSL":
                     # DefaultKafkaPrincipalBuilder.build: an SSL listener's principal is the peer certificate's
                     # subject DN, ANONYMOUS without one (DefaultKafkaPrincipalBuilder.java:71-77,100-106).
-                    ctx.principal = peer_principal(ssl_object)
+                    ctx.principal = peer_principal(tls.ssl_object)
             while True:
-                size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+                size = int.from_bytes(await inbound.readexactly(4), "big", signed=True)
                 if size < 0 or size > MAX_REQUEST_BYTES:
                     log.warning("broker %s: closing %s: invalid request size %d", self.broker_id, conn_id, size)
                     break
-                frame = await reader.readexactly(size)
+                frame = await inbound.readexactly(size)
                 received = time.monotonic()
-                if not await self._handle(lst, ctx, channel, sasl, conn_id, writer, frame, received):
+                if not await self._handle(lst, ctx, channel, sasl, conn_id, outbound, frame, received):
                     break
+        except TlsHandshakeFailed as failed:
+            # Selector.java:622 logs this at INFO; SslTransportLayer logs the cause at DEBUG.
+            peer = writer.get_extra_info("peername")
+            log.info(
+                "broker %s: Failed authentication with /%s (channelId=%s) (SSL handshake failed)",
+                self.broker_id,
+                peer[0] if peer else "?",
+                conn_id,
+            )
+            log.debug("broker %s: SSL handshake of %s failed: %s", self.broker_id, conn_id, failed)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # client went away (or the broker was killed)
         except Exception:
@@ -200,7 +225,7 @@ class BrokerServer:
         channel: ChannelRegistry,
         sasl: SaslSession | None,
         conn_id: str,
-        writer: asyncio.StreamWriter,
+        writer: _Outbound,
         frame: bytes,
         received: float,
     ) -> bool:

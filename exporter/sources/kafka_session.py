@@ -53,14 +53,21 @@ class ProtocolError(SourceError):
 _HANDSHAKE_FAILED = "Handshake failed: "
 
 
+# TLS alerts by which a broker refuses the client's certificate (none sent, or not trusted by its truststore).
+_CLIENT_CERTIFICATE_REFUSED = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")
+
+
 def _tls_error(exc: BaseException) -> ssl.SSLError | None:
-    """The SSLError behind ``exc``: it is the KafkaConnectionError's context, unless a later re-raise inside
-    another except block replaced that context."""
+    """The SSLError behind ``exc``: the KafkaConnectionError's context (a failed handshake, unless a later
+    re-raise inside another except block replaced that context) or its argument (a failed read, e.g. the alert
+    a broker sends after a TLS 1.3 handshake when it refuses the client certificate)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, ssl.SSLError):
             return current
+        if current.args and isinstance(current.args[0], ssl.SSLError):
+            return current.args[0]
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
@@ -100,6 +107,11 @@ def describe(exc: BaseException) -> str:
     if isinstance(tls, ssl.SSLCertVerificationError):
         # e.g. "certificate has expired", "unable to get local issuer certificate", "Hostname mismatch, ..."
         return f"TLS handshake failed: the broker's certificate was refused: {tls.verify_message}"
+    if tls is not None and any(alert in (tls.reason or "") for alert in _CLIENT_CERTIFICATE_REFUSED):
+        return (
+            f"TLS handshake failed: the broker refused the client certificate (none configured, or not trusted "
+            f"by the broker): {tls.reason}"
+        )
     if tls is not None:
         return f"TLS handshake failed: {tls.reason or tls.strerror or tls}"
     handshake = _failed_handshake(exc)

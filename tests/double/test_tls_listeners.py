@@ -5,6 +5,7 @@ clients (kcat, kafka-python) connecting over TLS."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import ssl
 import time
@@ -180,15 +181,22 @@ def test_a_tls_1_2_connection_is_tagged_with_the_iana_cipher_name(
     assert {line["principal"] for line in log_lines(double, "TLS12")} == {"User:ANONYMOUS"}
 
 
-def test_mtls_listener_refuses_a_client_without_certificate(double: DoubleCluster, material: BrokerTlsMaterial) -> None:
+def test_mtls_listener_refuses_a_client_without_certificate_with_an_alert(
+    double: DoubleCluster, material: BrokerTlsMaterial, caplog: pytest.LogCaptureFixture
+) -> None:
     context = ssl.create_default_context(cafile=str(material.ca_file))
     before = cipher_beans(double, "MTLS")
-    # TLS 1.3: the client's handshake completes before the broker checks its (missing) certificate.
-    with tls_socket(double, "MTLS", context) as sock, pytest.raises((ssl.SSLError, ConnectionError)):
-        request_api_versions(sock)
-        if not sock.recv(1):
-            raise ConnectionError("closed by the broker")
+    with caplog.at_level(logging.INFO, logger="kafka_double"):
+        # TLS 1.3: the client's side of the handshake completes before the broker checks the (missing)
+        # certificate; the broker's refusal arrives as an alert, as JSSE sends it, not as a bare disconnect.
+        with tls_socket(double, "MTLS", context) as sock, pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED"):
+            sock.recv(1)
+        # Selector's INFO line for a failed handshake (Selector.java:622).
+        wait_for(lambda: "(SSL handshake failed)" in caplog.text, what="the failed handshake logged")
+    assert "broker 1: Failed authentication with /127.0.0.1 (channelId=127.0.0.1:" in caplog.text
+    # No cipher is counted for a failed handshake, and the connection (counted from accept) is released.
     assert cipher_beans(double, "MTLS") == before
+    assert double.registry_view(1)[("MTLS", 2, "unknown", "unknown")] == 0
 
 
 # ------------------------------------------------------------------------------------------ real clients

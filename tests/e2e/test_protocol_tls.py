@@ -1,7 +1,8 @@
 """The exporter's Kafka-protocol side (discovery, ApiVersions, client-metrics) over TLS against the double's SSL,
-SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and mutual-TLS listeners; a wrong CA, an expired broker certificate
-and a wrong SASL password are each reported for their cluster (log, `up`, `errors_total`) while a healthy cluster in
-the same exporter keeps being read; and over JMX the exporter sees its own TLS connection, cipher gauge included."""
+SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) and mutual-TLS listeners; a wrong CA, an expired broker certificate,
+a wrong SASL password and a missing client certificate are each reported for their cluster (log, `up`,
+`errors_total`) while a healthy cluster in the same exporter keeps being read; and over JMX the exporter sees its
+own TLS connection, cipher gauge included."""
 
 from __future__ import annotations
 
@@ -147,6 +148,7 @@ def test_wrong_ca_expired_certificate_and_wrong_password_are_reported_per_cluste
         cluster(double, "wrong-ca", "SSL", "SSL", {"ca_file": str(material.foreign_ca_file)}),
         cluster(double, "expired", "EXPIRED", "SSL", ca),
         cluster(double, "wrong-password", "SASL_SSL", "SASL_SSL", ca, **bad_password),
+        cluster(double, "no-client-cert", "MTLS", "SSL", ca),
     ]
     caplog.set_level(logging.ERROR, logger="kafka")
     with caplog.at_level(logging.WARNING, logger="exporter"):
@@ -157,6 +159,8 @@ def test_wrong_ca_expired_certificate_and_wrong_password_are_reported_per_cluste
         "wrong-ca": ("SSL", "tls", "certificate verify failed: unable to get local issuer certificate"),
         "expired": ("EXPIRED", "tls", "certificate verify failed: certificate has expired"),
         "wrong-password": ("SASL_SSL", "authentication", "Authentication failed during authentication"),
+        # The broker's alert after a TLS 1.3 handshake, read by the first request.
+        "no-client-cert": ("MTLS", "tls", "the broker refused the client certificate"),
     }
     for name, (listener, reason, what) in expected.items():
         [result] = [r for r in snapshot.results if r.key.cluster == name]  # nothing else runs without discovery
