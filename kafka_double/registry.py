@@ -253,8 +253,8 @@ class ChannelRegistry:
 
     def register_cipher_information(self, cipher: str, protocol: str) -> None:
         """SelectorChannelMetadataRegistry.registerCipherInformation, called by SslTransportLayer once a
-        handshake has finished (Selector.java:1075, SslTransportLayer.java:468 in Apache Kafka trunk);
-        CipherInformation maps an empty cipher or protocol to "unknown"."""
+        handshake has finished (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge); CipherInformation maps an empty
+        cipher or protocol to "unknown"."""
         key = (cipher or UNKNOWN, protocol or UNKNOWN)
         with self._processor.owner.lock:
             if self._closed or self.cipher_information == key:

@@ -175,11 +175,11 @@ class BrokerServer:
                 await tls.handshake()
                 inbound = outbound = tls
                 # SslTransportLayer.handshakeFinished registers the session's cipher suite and protocol
-                # (SslTransportLayer.java:468, Apache Kafka trunk).
+                # (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge).
                 channel.register_cipher_information(*negotiated(tls.ssl_object))
                 if lst.spec.security_protocol == "SSL":
                     # DefaultKafkaPrincipalBuilder.build: an SSL listener's principal is the peer certificate's
-                    # subject DN, ANONYMOUS without one (DefaultKafkaPrincipalBuilder.java:71-77,100-106).
+                    # subject DN, ANONYMOUS without one (docs/kafka-facts/jmx-mbeans.md#tls-principal).
                     ctx.principal = peer_principal(tls.ssl_object)
             while True:
                 size = int.from_bytes(await inbound.readexactly(4), "big", signed=True)
@@ -191,7 +191,8 @@ class BrokerServer:
                 if not await self._handle(lst, ctx, channel, sasl, conn_id, outbound, frame, received):
                     break
         except TlsHandshakeFailed as failed:
-            # Selector.java:622 logs this at INFO; SslTransportLayer logs the cause at DEBUG.
+            # Selector logs this at INFO, SslTransportLayer the cause at DEBUG
+            # (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge).
             peer = writer.get_extra_info("peername")
             log.info(
                 "broker %s: Failed authentication with /%s (channelId=%s) (SSL handshake failed)",

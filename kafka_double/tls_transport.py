@@ -4,7 +4,7 @@ drives an SSLEngine over a SocketChannel.
 asyncio's own server TLS (``start_server(ssl=...)``) would not do: it runs the handshake before the connection is
 handed over (Kafka's Selector counts a connection from accept, handshake included) and on a failed handshake it
 drops the connection without sending the TLS alert, where SslTransportLayer.handshakeFailure flushes it first
-(SslTransportLayer.java:890-910, Apache Kafka trunk), so a client without an acceptable certificate reads
+(docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge), so a client without an acceptable certificate reads
 "certificate required" instead of a bare disconnect.
 """
 

@@ -191,7 +191,7 @@ def test_mtls_listener_refuses_a_client_without_certificate_with_an_alert(
         # certificate; the broker's refusal arrives as an alert, as JSSE sends it, not as a bare disconnect.
         with tls_socket(double, "MTLS", context) as sock, pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED"):
             sock.recv(1)
-        # Selector's INFO line for a failed handshake (Selector.java:622).
+        # Selector's INFO line for a failed handshake (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge).
         wait_for(lambda: "(SSL handshake failed)" in caplog.text, what="the failed handshake logged")
     assert "broker 1: Failed authentication with /127.0.0.1 (channelId=127.0.0.1:" in caplog.text
     # No cipher is counted for a failed handshake, and the connection (counted from accept) is released.
