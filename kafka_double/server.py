@@ -163,7 +163,7 @@ class BrokerServer:
         conn_id = self._connection_id(writer, pid)
         ctx = HandlerContext(self.release, self.broker_id, lst.spec.name, self.topology, self.configs)
         sasl = (
-            SaslSession(self.sasl_users, tuple(lst.spec.sasl_mechanisms))
+            SaslSession(self.sasl_users, tuple(lst.spec.sasl_mechanisms), self.release.scram_nonce_check)
             if lst.spec.security_protocol in SASL_PROTOCOLS
             else None
         )

@@ -8,6 +8,7 @@ import json
 import logging
 import socket
 import ssl
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 
@@ -231,8 +232,7 @@ KCAT_TLS = {
     "MTLS": {"security.protocol": "SSL", "ssl.certificate.location": "client.pem", "ssl.key.location": "client.key"},
     "SASL_SSL": {
         "security.protocol": "SASL_SSL",
-        # PLAIN: kcat's librdkafka (< 2.6.1) repeats the client nonce in its SCRAM client-final message, which
-        # Kafka 4.x rejects (confluentinc/librdkafka#4895); the double is as strict, see sasl_server.py.
+        # PLAIN: kcat's SCRAM fails against 4.x brokers (docs/kafka-facts/protocol.md#scram-nonce), see below.
         "sasl.mechanisms": "PLAIN",
         "sasl.username": "alice",
         "sasl.password": SASL_USERS["alice"],
@@ -283,3 +283,34 @@ def test_kafka_python_over_sasl_ssl_and_tls_1_2(double: DoubleCluster, material:
     # The requests after the SASL exchange run as the SASL user, not as the (absent) certificate's subject.
     after_sasl = [line for line in log_lines(double, "SASL_SSL") if line["requestHeader"]["requestApiKey"] != 18]
     assert after_sasl and {line["principal"] for line in after_sasl} == {"User:alice"}
+
+
+def kcat_metadata(bootstrap: str, properties: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    argv = ["kcat", "-b", bootstrap, "-L", "-m", "4"]
+    for key, value in properties.items():
+        argv += ["-X", f"{key}={value}"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+
+@pytest.mark.slow
+def test_kcats_scram_passes_a_3_9_broker_and_fails_a_4_x_one_as_kafka_does(
+    double: DoubleCluster, material: BrokerTlsMaterial
+) -> None:
+    """librdkafka < 2.6.1 repeats its nonce in the SCRAM client-final message: 3.9 checks only the suffix,
+    4.x the whole nonce (docs/kafka-facts/protocol.md#scram-nonce)."""
+    skip_if_missing(ClientKind.KCAT)
+    properties = {
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(material.ca_file),
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "alice",
+        "sasl.password": SASL_USERS["alice"],
+    }
+    tls = ListenerTls(material.broker.cert, material.broker.key)
+    listener = ListenerSpec("SASL_SSL", "SASL_SSL", 0, 1, sasl_mechanisms=ALL_MECHANISMS, tls=tls)
+    with DoubleCluster([BrokerSpec(1, "3.9.0", [listener])], mbean_host=MemorySink(), sasl_users=SASL_USERS) as old:
+        accepted = kcat_metadata(old.bootstrap("SASL_SSL"), properties)
+    assert accepted.returncode == 0 and "1 brokers:" in accepted.stdout, accepted.stderr
+    refused = kcat_metadata(double.bootstrap("SASL_SSL"), properties)
+    assert refused.returncode != 0
+    assert "SASL authentication error: Authentication failed: Invalid nonce" in refused.stderr
