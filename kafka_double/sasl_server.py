@@ -1,4 +1,4 @@
-"""Server side of SASL on a SASL_PLAINTEXT listener: PLAIN and SCRAM-SHA-256/512 (RFC 5802), as Kafka's
+"""Server side of SASL on a SASL_PLAINTEXT or SASL_SSL listener: PLAIN and SCRAM-SHA-256/512 (RFC 5802), as Kafka's
 SaslServerAuthenticator runs them over SaslHandshake v1 + SaslAuthenticate.
 
 Kafka answers ApiVersions before authentication (docs/kafka-facts/protocol.md#apiversions-fallback) and closes the

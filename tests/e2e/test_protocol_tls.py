@@ -7,8 +7,12 @@ own TLS connection, cipher gauge included."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,3 +230,48 @@ async def run_cycles(loop: CollectionLoop, cycles: int) -> Snapshot:
     for _ in range(cycles - 1):
         snapshot = await loop.run_cycle()
     return snapshot
+
+
+def test_collect_once_reads_tls_clusters_from_a_config_file(
+    double: DoubleCluster, material: BrokerTlsMaterial, tmp_path: Path
+) -> None:
+    """As an operator runs it: TLS and SASL settings from YAML (password from a file), one bad cluster among good."""
+    password_file = tmp_path / "sasl-password"
+    password_file.write_text(PASSWORD + "\n")
+    ca = {"ca_file": str(material.ca_file)}
+    mtls = ca | {"cert_file": str(material.client.cert), "key_file": str(material.client.key)}
+    sasl = {"mechanism": "SCRAM-SHA-256", "username": USER, "password_file": str(password_file)}
+    clusters = [
+        {
+            "name": "mtls",
+            "bootstrap_servers": double.bootstrap("MTLS").split(","),
+            "security": {"protocol": "SSL", "tls": mtls},
+        },
+        {
+            "name": "scram",
+            "bootstrap_servers": double.bootstrap("SASL_SSL").split(","),
+            "security": {"protocol": "SASL_SSL", "tls": ca, "sasl": sasl},
+        },
+        cluster(double, "wrong-ca", "SSL", "SSL", {"ca_file": str(material.foreign_ca_file)}),
+    ]
+    config = tmp_path / "exporter.yaml"
+    config.write_text(json.dumps({"clusters": clusters, "collection": {"interval_seconds": 6}}))  # JSON is YAML
+    run = subprocess.run(
+        [sys.executable, "-m", "exporter", "collect-once", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    for name in ("mtls", "scram"):
+        for broker in ("1", "2"):
+            assert (
+                f'kafka_client_exporter_up{{broker="{broker}",kafka_cluster="{name}",source="api_versions"}} 1.0'
+                in run.stdout
+            )
+    assert 'kafka_client_exporter_up{broker="bootstrap",kafka_cluster="wrong-ca",source="discovery"} 0.0' in run.stdout
+    labels = 'broker="bootstrap",kafka_cluster="wrong-ca",reason="tls",source="discovery"'
+    errors = f"kafka_client_exporter_errors_total{{{labels}}}"
+    assert f"{errors} 1.0" in run.stdout
+    assert "wrong-ca/bootstrap (discovery): bootstrap 127.0.0.1:" in run.stderr
+    assert "TLS handshake failed" in run.stderr and PASSWORD not in run.stderr + run.stdout
