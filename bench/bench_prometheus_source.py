@@ -1,9 +1,10 @@
 """Cycle cost of the `prometheus` source against N emulated brokers serving their client gauges the way a published
-rule set does (the double's per-broker endpoints, kafka_double/metrics_endpoint.py), without any JVM.
+rule set does (the double's per-broker endpoints, kafka_double/metrics_endpoint.py, which read the MBeans that Kafka's
+Selector makes in the double's MBean host at each scrape).
 
 Each broker gets `--clients` channels with distinct software names spread over its processors (registered in the
-double's registry directly, as its network layer does after ApiVersions, so 500 brokers do not need 10,000 sockets),
-plus the lingering zero-valued `unknown` gauges and the TLS-cipher gauges the double keeps. Reported per cycle: wall
+double's registry directly, as its network layer does after ApiVersions and a TLS handshake, so 500 brokers do not need
+10,000 client sockets), plus the lingering zero-valued `unknown` gauges. Reported per cycle: wall
 time, the CPU of the exporter's own thread (the collection loop; the double runs on another thread of this process)
 and the CPU of the whole process (exporter + the double serving N endpoints).
 
@@ -26,7 +27,7 @@ from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec, MetricsEndpointConfig
 from kafka_double.metrics_endpoint import PRESETS
-from kafka_double.registry import ClientInformation, MemorySink
+from kafka_double.registry import ClientInformation
 
 TARGET_WALL_500 = 2.0  # issue 14: the prometheus source, 500 brokers, per cycle
 
@@ -46,15 +47,16 @@ def main() -> int:
 
     listeners = [ListenerSpec("PLAINTEXT", network_processors=3)]
     specs = [BrokerSpec(i, listeners=listeners) for i in range(1, args.brokers + 1)]
-    double = DoubleCluster(specs, mbean_host=MemorySink(), metrics_endpoint=MetricsEndpointConfig(args.preset))
+    double = DoubleCluster(specs, metrics_endpoint=MetricsEndpointConfig(args.preset))
     double.start(timeout=300)
     try:
         for broker in double.brokers:
             metrics = broker.metrics
             assert metrics is not None  # set once the broker runs
             for n in range(args.clients):
-                channel = metrics.open_channel(n % 3)
+                channel = metrics.open_channel(n % 3, f"bench-{n}")
                 channel.register_client_information(ClientInformation(f"app-{n}", "1.0"))
+                channel.register_cipher_information("TLS_AES_256_GCM_SHA384", "TLSv1.3")
         double.sync()
         settings = Settings(
             clusters=[

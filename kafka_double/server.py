@@ -84,7 +84,6 @@ class BrokerServer:
         topology: Topology,
         metrics: BrokerMetrics,
         request_log: RequestLog | None,
-        tls_cipher_gauges: bool,
         configs: ClusterConfigState,
         sasl_users: dict[str, str],
     ) -> None:
@@ -100,10 +99,8 @@ class BrokerServer:
         self.listeners: list[_Listener] = []
         for spec, port in listeners:
             pids = [next(ids) for _ in range(spec.network_processors)]
-            # Static cipher gauges on SSL-based listeners, or everywhere when configured (test aid).
-            cipher = tls_cipher_gauges or spec.security_protocol in ("SSL", "SASL_SSL")
             for pid in pids:
-                metrics.add_processor(spec.name, pid, cipher)
+                metrics.add_processor(spec.name, pid)
             self.listeners.append(_Listener(spec, port, pids))
         # Processor.nextConnectionIndex: per processor, part of the connection id.
         self._conn_index = {pid: itertools.count() for lst in self.listeners for pid in lst.processor_ids}
@@ -141,8 +138,8 @@ class BrokerServer:
         self._tasks.add(task)
         self._writers.add(writer)
         pid = lst.next_processor()
-        channel = self.metrics.open_channel(pid)
         conn_id = self._connection_id(writer, pid)
+        channel = self.metrics.open_channel(pid, conn_id)
         ctx = HandlerContext(self.release, self.broker_id, lst.spec.name, self.topology, self.configs)
         sasl = (
             SaslSession(self.sasl_users, tuple(lst.spec.sasl_mechanisms))
