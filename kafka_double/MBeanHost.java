@@ -147,12 +147,13 @@ public class MBeanHost {
     }
 
     // ---------------------------------------------------------------------------------------------
-    // The MBean: a copy of what Kafka's JmxReporter.KafkaMbean looks like from a JMX client.
+    // SET's MBean: for what kafka-clients does not hold (the KIP-896 meter, a Yammer meter in Kafka's core).
     // ---------------------------------------------------------------------------------------------
 
     /**
-     * Mimics org.apache.kafka.common.metrics.JmxReporter.KafkaMbean (see
-     * docs/kafka-facts/jmx-mbeans.md#client-gauges, "Value type"): getMBeanInfo() declares EVERY
+     * Holds the attributes SET gives it. It looks like org.apache.kafka.common.metrics.JmxReporter.KafkaMbean
+     * (see docs/kafka-facts/jmx-mbeans.md#client-gauges, "Value type"), not like a Yammer meter's MBean (which
+     * declares typed attributes Count, MeanRate, OneMinuteRate...): getMBeanInfo() declares EVERY
      * attribute with type "double", while getAttribute() returns the metric's real value, e.g. a
      * java.lang.Integer for the KIP-511 `connections` gauge. Exporters must therefore treat values as
      * numbers and not trust the declared type; the double reproduces that mismatch on purpose.
