@@ -5,9 +5,9 @@ Each network processor is a real server-side ``org.apache.kafka.common.network.S
 information go to the channel's metadata registry. Kafka's ``IntGaugeSuite`` and ``JmxReporter`` then make the
 KIP-511 ``connections`` MBeans: unknown first, lingering zeros, eviction and the 100-key limit are Kafka's.
 
-What stays here: the connection's current ``ClientInformation`` (the request log shows the one the request context
-was built with, /work/shared/kafka-reference/request-log.md), and the KIP-896 meter, a Yammer meter in Kafka's core
-that kafka-clients does not hold, set as a plain MBean.
+What stays here: the connection's current ``ClientInformation`` (the request log shows the one the request
+context was built with, docs/kafka-facts/request-log.md#client-information-lag), and the KIP-896 meter, a Yammer
+meter in Kafka's core that kafka-clients does not hold, set as a plain MBean.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ EMPTY_CLIENT = ClientInformation()
 
 
 def deprecated_requests_mbean(api_name: str, version: int, info: ClientInformation) -> str:
-    # /work/shared/kafka-reference/mbeans.md (KIP-896 meter): tags request, version, clientSoftwareName,
+    # docs/kafka-facts/jmx-mbeans.md#deprecated-requests-meter: tags request, version, clientSoftwareName,
     # clientSoftwareVersion, in that order.
     return (
         f"kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request={api_name},"
@@ -131,8 +131,8 @@ class BrokerMetrics:
         self._sink = sink
         self._deprecated_counts: dict[str, int] = {}
         if not release.has_client_mbeans:
-            # KIP-511's broker side (the client and cipher gauges) arrived in 2.5.0 (kafka-reference README,
-            # "Surprises"). Kafka's own Selector keeps counting the connections (connection-count), and Kafka's
+            # KIP-511's broker side (the client and cipher gauges) arrived in 2.5.0
+            # (docs/kafka-facts/jmx-mbeans.md#client-gauges). Kafka's own Selector keeps counting the connections (connection-count), and Kafka's
             # JmxReporter is told to leave the newer gauges out of JMX (KIP-544's metrics.jmx.exclude).
             self.forward(lambda sink, broker: sink.exclude_from_jmx(broker, _KIP_511_GAUGES))
 

@@ -1,5 +1,5 @@
 """A broker's connections reach Kafka's own Selector in the MBean host, and its KIP-511 MBeans are Kafka's
-(/work/shared/kafka-reference/mbeans.md): read back over the host's DUMP, as a JMX client would see them."""
+(docs/kafka-facts/jmx-mbeans.md): read back over the host's DUMP, as a JMX client would see them."""
 
 from __future__ import annotations
 
