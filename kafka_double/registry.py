@@ -132,8 +132,9 @@ class BrokerMetrics:
         self._deprecated_counts: dict[str, int] = {}
         if not release.has_client_mbeans:
             # KIP-511's broker side (the client and cipher gauges) arrived in 2.5.0
-            # (docs/kafka-facts/jmx-mbeans.md#client-gauges). Kafka's own Selector keeps counting the connections (connection-count), and Kafka's
-            # JmxReporter is told to leave the newer gauges out of JMX (KIP-544's metrics.jmx.exclude).
+            # (docs/kafka-facts/jmx-mbeans.md#client-gauges). Kafka's own Selector keeps counting the connections
+            # (connection-count), and Kafka's JmxReporter is told to leave the newer gauges out of JMX (KIP-544's
+            # metrics.jmx.exclude).
             self.forward(lambda sink, broker: sink.exclude_from_jmx(broker, _KIP_511_GAUGES))
 
     def add_processor(self, listener: str, processor_id: int) -> None:
