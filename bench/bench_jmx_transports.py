@@ -1,9 +1,8 @@
 """Issue 14's collection targets in one run: the JMX bridge against the per-call path, and the `prometheus` source.
 
-One broker double (its own process) carries 500 brokers: one MBeanHost JVM with 500 JMX RMI connector servers, and
-per broker a Prometheus endpoint rendering the same MBeans as Strimzi's jmx_exporter rule does. Every broker holds
-`--clients` channels with distinct software names spread over its processors (registered in the double's registry
-directly, as its network layer does after ApiVersions, so 500 brokers do not need 10,000 sockets). Measured here:
+One broker double (its own process, bench/double_fleet.py) carries 500 brokers: one MBeanHost JVM with 500 JMX RMI
+connector servers and Kafka's Selectors, and per broker a Prometheus endpoint rendering the same MBeans as Strimzi's
+jmx_exporter rule does; every broker holds `--clients` connections with distinct software names. Measured here:
 
 - 50 brokers (one cluster), bridge and per_call: cycle wall time (median over `--cycles` after one warm-up cycle,
   which starts the bridge and opens its connections) and CPU per broker-cycle = this process (the collection loop
@@ -24,11 +23,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,9 +37,10 @@ import yaml
 # The double is not installed (the wheel ships exporter/ only): import it, and this exporter, from the checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.double_fleet import start_double, stop_double
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
-from kafka_double.exporter_process import checkout_env, running_exporter
+from kafka_double.exporter_process import running_exporter
 from kafka_double.mbean_host import free_port
 
 CLUSTERS, PER_CLUSTER = 10, 50
@@ -94,47 +92,6 @@ def own_cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-# -- the double ------------------------------------------------------------------------------------------------
-
-
-def serve_double(brokers: int, clients: int) -> None:
-    """The double in this (child) process: prints the brokers' JMX and metrics URLs, runs until stdin closes."""
-    from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec, MetricsEndpointConfig
-    from kafka_double.registry import ClientInformation
-
-    listeners = [ListenerSpec("PLAINTEXT", network_processors=3)]
-    specs = [BrokerSpec(i, listeners=listeners) for i in range(1, brokers + 1)]
-    double = DoubleCluster(specs, metrics_endpoint=MetricsEndpointConfig("strimzi"))
-    double.start(timeout=600)
-    try:
-        for broker in double.brokers:
-            assert broker.metrics is not None  # set once the broker runs
-            for n in range(clients):
-                channel = broker.metrics.open_channel(n % 3)
-                channel.register_client_information(ClientInformation(f"app-{n}", "1.0"))
-        double.sync(timeout=300)
-        urls = [{"id": b.broker_id, "jmx_url": b.jmx_url, "metrics_url": b.metrics_url} for b in double.brokers]
-        print(json.dumps(urls), flush=True)
-        sys.stdin.read()
-    finally:
-        double.stop()
-
-
-def start_double(brokers: int, clients: int) -> tuple[subprocess.Popen[str], list[dict]]:
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--serve-double", str(brokers), "--clients", str(clients)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=checkout_env(),
-    )
-    line = process.stdout.readline() if process.stdout else ""
-    if not line:
-        process.kill()
-        raise SystemExit("the broker double did not start")
-    return process, json.loads(line)
 
 
 # -- measuring -------------------------------------------------------------------------------------------------
@@ -238,11 +195,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=20, help="channels (distinct software names) per broker")
     parser.add_argument("--cycles", type=int, default=3, help="measured cycles per figure, after one warm-up")
-    parser.add_argument("--serve-double", type=int, metavar="BROKERS", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_double:
-        serve_double(args.serve_double, args.clients)
-        return 0
 
     progress(f"starting the double: {CLUSTERS * PER_CLUSTER} brokers, {args.clients} clients each")
     double, urls = start_double(CLUSTERS * PER_CLUSTER, args.clients)
@@ -257,9 +210,7 @@ def main() -> int:
         progress("500 brokers: RSS of a serve daemon (interval 5 s) after four cycles")
         daemon_rss, bridge_rss, daemon_peak = daemon_rss_mb(jmx_500, settle_seconds=22)
     finally:
-        if double.stdin:
-            double.stdin.close()
-        double.wait(120)
+        stop_double(double)
 
     rows = [
         Row("50 brokers, cycle wall time (bridge)", TARGET_WALL_50, bridge_50.wall, "s", per_call_50.wall),

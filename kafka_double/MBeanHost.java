@@ -5,9 +5,19 @@
  * MBeanServer, its own RMI registry and its own JMX connector server, all on ONE TCP port, so an
  * exporter (or jmxquery) sees a separate "broker JVM" per port, exactly as with real brokers.
  *
- * Run it as a single-file program (JDK only, no javac step):
+ * The socket-server-metrics MBeans come from Kafka's own code (kafka-clients on the class path): per
+ * broker a Metrics with Kafka's JmxReporter in the "kafka.server" context (kafka/server/Server.scala:34,
+ * :53, :73 at 4.3.0), and per listener x network processor a server-side
+ * org.apache.kafka.common.network.Selector built as kafka.network.Processor.createSelector does
+ * (SocketServer.scala:831-880). Every connection the Python side accepts is mirrored by a loopback socket
+ * registered on the right Selector (Selector.register counts it as unknown/unknown), client and cipher
+ * information go to the channel's metadata registry as SocketServer (SocketServer.scala:1035) and
+ * SslTransportLayer (SslTransportLayer.java:468) do, and closing the connection closes the channel. So the
+ * KIP-511 gauges' names, tag order, Integer values, lingering zeros and IntGaugeSuite eviction are Kafka's.
  *
- *     java -Xmx256m kafka_double/MBeanHost.java
+ * Run it as a single-file program (no javac step):
+ *
+ *     java -Xmx256m -cp kafka-clients-4.3.0.jar:slf4j-api-2.0.18.jar kafka_double/MBeanHost.java
  *
  * and drive it through a line protocol on stdin (tab-separated fields, one command per line).
  * Replies go to stdout, one line each; diagnostics go to stderr.
@@ -19,6 +29,17 @@
  *         JMX over TLS as a broker started with -Dcom.sun.management.jmxremote.ssl=true (and
  *         ...ssl.need.client.auth=true when a client CA is given): the registry on <port> stays plain, the
  *         RMI server object is exported on <rmi port> (the jmxremote.rmi.port) with SSL socket factories.
+ *     PROCESSOR <id> <listener> <processor id>     -> (nothing; ERR on failure)
+ *         Kafka's Selector for one network processor of a running broker (its processor-level metrics appear).
+ *     JMX_EXCLUDE <id> <MBean name regex>         -> (nothing; ERR on failure)
+ *         KIP-544's metrics.jmx.exclude on the broker's JmxReporter (a pre-2.5 broker has no KIP-511 gauges).
+ *     OPEN <id> <processor id> <connection id>     -> (nothing; ERR on failure)
+ *         A connection accepted by that processor: a loopback socket registered on its Selector.
+ *     CLIENT <id> <connection id> <name> <version> -> (nothing; ERR on failure)  registerClientInformation
+ *     CIPHER <id> <connection id> <cipher> <proto> -> (nothing; ERR on failure)  registerCipherInformation
+ *     CLOSE <id> <connection id>                   -> (nothing; ERR on failure)  Selector.close(connection id)
+ *     DUMP <id>                                    -> OK DUMP <id> <JSON [[object name, attribute, value], ...]>
+ *         Every MBean attribute the broker's MBeanServer holds now, as a JMX client would read it.
  *     SET <id> <object name> <attr> <type> <value> -> (nothing; ERR on failure)  type: int|long|double|string
  *     UNSET <id> <object name>                     -> (nothing; ERR on failure)
  *     SYNC <token>                                 -> OK SYNC <token>
@@ -26,7 +47,8 @@
  *     EXIT (or EOF)                                -> stops everything, exit code 0
  *     anything bad                                 -> ERR <message>
  *
- * ERR messages start with "<VERB> <key>: " (for example "BROKER 3: port 9999 ...") so that the
+ * SET/UNSET remain for the MBeans Kafka's client jar does not hold (the KIP-896 Yammer meter lives in
+ * Kafka's core). ERR messages start with "<VERB> <key>: " (for example "BROKER 3: port 9999 ...") so that the
  * Python wrapper (mbean_host.py) can route an error to the call that is waiting for it, and tell
  * it apart from the asynchronous error of an earlier SET/UNSET, which has no reply on success.
  *
@@ -89,7 +111,31 @@ import javax.management.remote.JMXPrincipal;
 import javax.management.remote.JMXServiceURL;
 import javax.management.remote.rmi.RMIConnectorServer;
 import javax.management.remote.rmi.RMIJRMPServerImpl;
+import javax.management.MBeanServerBuilder;
+import javax.management.MBeanServerDelegate;
 import javax.security.auth.Subject;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+
+import org.apache.kafka.common.memory.MemoryPool;
+import org.apache.kafka.common.metrics.JmxReporter;
+import org.apache.kafka.common.metrics.KafkaMetricsContext;
+import org.apache.kafka.common.metrics.MetricConfig;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.MetricsReporter;
+import org.apache.kafka.common.network.CipherInformation;
+import org.apache.kafka.common.network.ClientInformation;
+import org.apache.kafka.common.network.KafkaChannel;
+import org.apache.kafka.common.network.ListenerName;
+import org.apache.kafka.common.network.PlaintextChannelBuilder;
+import org.apache.kafka.common.network.Selector;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.common.utils.Time;
 
 public class MBeanHost {
 
@@ -101,12 +147,13 @@ public class MBeanHost {
     }
 
     // ---------------------------------------------------------------------------------------------
-    // The MBean: a copy of what Kafka's JmxReporter.KafkaMbean looks like from a JMX client.
+    // SET's MBean: for what kafka-clients does not hold (the KIP-896 meter, a Yammer meter in Kafka's core).
     // ---------------------------------------------------------------------------------------------
 
     /**
-     * Mimics org.apache.kafka.common.metrics.JmxReporter.KafkaMbean (see
-     * docs/kafka-facts/jmx-mbeans.md#client-gauges, "Value type"): getMBeanInfo() declares EVERY
+     * Holds the attributes SET gives it. It looks like org.apache.kafka.common.metrics.JmxReporter.KafkaMbean
+     * (see docs/kafka-facts/jmx-mbeans.md#client-gauges, "Value type"), not like a Yammer meter's MBean (which
+     * declares typed attributes Count, MeanRate, OneMinuteRate...): getMBeanInfo() declares EVERY
      * attribute with type "double", while getAttribute() returns the metric's real value, e.g. a
      * java.lang.Integer for the KIP-511 `connections` gauge. Exporters must therefore treat values as
      * numbers and not trust the declared type; the double reproduces that mismatch on purpose.
@@ -204,6 +251,137 @@ public class MBeanHost {
         }
     }
 
+
+    // ---------------------------------------------------------------------------------------------
+    // Routing Kafka's JmxReporter to the broker whose metrics are being changed.
+    // ---------------------------------------------------------------------------------------------
+
+    /**
+     * Kafka's JmxReporter registers every MBean in ManagementFactory.getPlatformMBeanServer()
+     * (clients/.../metrics/JmxReporter.java:199-212 at 4.3.0): one JVM is one broker. Here one JVM holds
+     * many brokers, each with its own MBeanServer. The platform MBeanServer is therefore built by this
+     * builder (javax.management.builder.initial, set in main before anything asks for it): while the main
+     * thread runs Kafka code for broker B (see Broker.kafka), every call on the platform server goes to B's
+     * MBeanServer; otherwise it goes to an ordinary server. Kafka's metrics run only on the main thread
+     * (no metric expiry thread, Selectors never polled), so a plain field is enough.
+     */
+    public static final class RoutingBuilder extends MBeanServerBuilder {
+        static volatile MBeanServer target;
+
+        @Override
+        public MBeanServer newMBeanServer(String defaultDomain, MBeanServer outer, MBeanServerDelegate delegate) {
+            MBeanServer plain = super.newMBeanServer(defaultDomain, outer, delegate);
+            return (MBeanServer) Proxy.newProxyInstance(MBeanServer.class.getClassLoader(),
+                    new Class<?>[] {MBeanServer.class}, (proxy, method, args) -> {
+                        MBeanServer routed = target;
+                        try {
+                            return method.invoke(routed != null ? routed : plain, args);
+                        } catch (InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                    });
+        }
+    }
+
+    /** Kafka's code that changes broker metrics; run through Broker.kafka so its MBeans land in the broker. */
+    interface KafkaAction {
+        void run() throws Exception;
+    }
+
+    /**
+     * The socket server side of one broker, from Kafka's own classes: one Metrics (as
+     * kafka.server.Server.initializeMetrics builds it, with the JmxReporter that metric.reporters adds by
+     * default) and one server-side Selector per network processor.
+     */
+    static final class SocketServerMetrics {
+        /** Loopback peers: one accepting socket for the whole JVM. */
+        static ServerSocketChannel acceptor;
+
+        final Metrics metrics;
+        final JmxReporter reporter = new JmxReporter();
+        final Map<Integer, Selector> selectors = new HashMap<>();
+        /** Connection id -> processor id. */
+        final Map<String, Integer> processorOf = new HashMap<>();
+
+        SocketServerMetrics() {
+            // enableExpiration=false: a real broker expires idle sensors on a thread; the KIP-511 gauges are
+            // not sensors, and a thread per emulated broker would not fit 500 brokers in one JVM.
+            metrics = new Metrics(new MetricConfig(), new ArrayList<MetricsReporter>(List.of(reporter)),
+                    Time.SYSTEM, false, new KafkaMetricsContext("kafka.server"));
+        }
+
+        /** KIP-544's metrics.jmx.exclude, applied by Kafka's JmxReporter to the MBeans it has and will have. */
+        void excludeFromJmx(String regex) {
+            reporter.reconfigure(Map.of(JmxReporter.EXCLUDE_CONFIG, regex));
+        }
+
+        void addProcessor(String listener, int processorId) throws CommandException {
+            if (selectors.containsKey(processorId)) {
+                throw new CommandException("network processor " + processorId + " already exists");
+            }
+            // kafka.network.Processor.metricTags: a LinkedHashMap, listener first (SocketServer.scala:831-834).
+            Map<String, String> tags = new LinkedHashMap<>();
+            tags.put("listener", listener);
+            tags.put("networkProcessor", Integer.toString(processorId));
+            PlaintextChannelBuilder channels = new PlaintextChannelBuilder(ListenerName.normalised(listener));
+            channels.configure(Map.of());
+            // The arguments of Processor.createSelector (SocketServer.scala:869-880): socket.request.max.bytes,
+            // connections.max.idle.ms and connection.failed.authentication.delay.ms defaults, metric group
+            // prefix "socket-server", no per-connection metrics, time per connection recorded.
+            selectors.put(processorId, new Selector(104857600, 600000L, 100, metrics, Time.SYSTEM, "socket-server",
+                    tags, false, true, channels, MemoryPool.NONE, new LogContext()));
+        }
+
+        void open(int processorId, String connectionId) throws Exception {
+            Selector selector = selectors.get(processorId);
+            if (selector == null) {
+                throw new CommandException("no network processor " + processorId + " (send PROCESSOR first)");
+            }
+            if (processorOf.containsKey(connectionId)) {
+                throw new CommandException("connection " + quote(connectionId) + " is already open");
+            }
+            if (acceptor == null) {
+                acceptor = ServerSocketChannel.open();
+                acceptor.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            }
+            SocketChannel accepted;
+            try (SocketChannel peer = SocketChannel.open(acceptor.getLocalAddress())) {
+                accepted = acceptor.accept();
+            }
+            // The peer is closed at once: the Selector is never polled, so it never sees the end of stream, and
+            // 500 brokers x 20 connections then cost one descriptor each. Kafka's Acceptor configures the
+            // accepted socket as non-blocking before handing it to a Processor.
+            accepted.configureBlocking(false);
+            selector.register(connectionId, accepted);
+            processorOf.put(connectionId, processorId);
+        }
+
+        KafkaChannel channel(String connectionId) throws CommandException {
+            Integer processorId = processorOf.get(connectionId);
+            if (processorId == null) {
+                throw new CommandException("no open connection " + quote(connectionId));
+            }
+            return selectors.get(processorId).channel(connectionId);
+        }
+
+        void close(String connectionId) {
+            Integer processorId = processorOf.remove(connectionId);
+            if (processorId == null) {
+                return;  // CLOSE is idempotent: a connection may be closed by the broker and by the client
+            }
+            selectors.get(processorId).close(connectionId);
+        }
+
+        void shutdown() {
+            processorOf.clear();
+            for (Selector selector : selectors.values()) {
+                selector.close();
+            }
+            selectors.clear();
+            metrics.close();
+        }
+    }
+
     // ---------------------------------------------------------------------------------------------
     // One emulated broker: MBeanServer + RMI registry + JMX connector server, one TCP port.
     // ---------------------------------------------------------------------------------------------
@@ -213,16 +391,31 @@ public class MBeanHost {
         final int port;
         final String clientUrl;
         /**
-         * A private MBeanServer (newMBeanServer: not the platform one, and not kept in the
-         * MBeanServerFactory's list, so a stopped broker's server is simply garbage collected).
+         * A private MBeanServer (from the JDK's own builder: not the platform one, which routes here, and not
+         * kept in the MBeanServerFactory's list, so a stopped broker's server is simply garbage collected).
          * It holds only the JMImplementation delegate and our MBeans, like a broker's view of
          * kafka.server:* without the JVM's own java.lang:* beans.
          */
-        final MBeanServer mbeanServer = MBeanServerFactory.newMBeanServer();
+        final MBeanServer mbeanServer =
+                new MBeanServerBuilder().newMBeanServer("DefaultDomain", null, new MBeanServerDelegate());
         /** Our MBeans by canonical name, so "a=1,b=2" and "b=2,a=1" address the same MBean. */
         final Map<String, KafkaLikeMBean> mbeans = new HashMap<>();
         Registry registry;
         JMXConnectorServer connectorServer;
+        SocketServerMetrics socketServer;
+
+        /** Runs Kafka's metric code for this broker: MBeans it registers or removes land in this broker. */
+        void kafka(KafkaAction action) throws Exception {
+            RoutingBuilder.target = mbeanServer;
+            try {
+                if (socketServer == null) {
+                    socketServer = new SocketServerMetrics();
+                }
+                action.run();
+            } finally {
+                RoutingBuilder.target = null;
+            }
+        }
 
         Broker(int id, int port) {
             this.id = id;
@@ -282,6 +475,14 @@ public class MBeanHost {
          * connections are refused.
          */
         void stop() {
+            if (socketServer != null) {
+                try {
+                    kafka(socketServer::shutdown);
+                } catch (Exception e) {
+                    System.err.println("broker " + id + ": error closing its Selectors: " + e);
+                }
+                socketServer = null;
+            }
             if (connectorServer != null) {
                 try {
                     connectorServer.stop();
@@ -349,6 +550,14 @@ public class MBeanHost {
         // Must be set before anything is exported: it is the host written into every RMI stub.
         // Without it a stub may carry the machine's hostname/external IP instead of loopback.
         System.setProperty("java.rmi.server.hostname", "127.0.0.1");
+        // Before anything asks for the platform MBeanServer: Kafka's JmxReporter registers there, and this
+        // builder routes it to the broker at hand. The builder class is looked up through the context class
+        // loader, which must be the one that compiled this file.
+        System.setProperty("javax.management.builder.initial", RoutingBuilder.class.getName());
+        Thread.currentThread().setContextClassLoader(MBeanHost.class.getClassLoader());
+        // Built now, outside any routing, so the JVM's own java.lang MXBeans stay in the plain server: a broker's
+        // MBeanServer holds only what Kafka's code (and SET) put there.
+        java.lang.management.ManagementFactory.getPlatformMBeanServer();
 
         PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         MBeanHost host = new MBeanHost(out);
@@ -411,13 +620,57 @@ public class MBeanHost {
                             new SslRMIClientSocketFactory(),
                             new SslRMIServerSocketFactory(tls, null, null, !f[8].equals("-")));
                 }
+                case "PROCESSOR" -> {
+                    expectFields(f, 4, "PROCESSOR <broker_id> <listener> <processor id>");
+                    context = "PROCESSOR " + f[1];
+                    int processorId = parseInt(f[3], "processor id");
+                    onSocketServer(parseId(f[1]), server -> server.addProcessor(f[2], processorId));
+                }
+                case "JMX_EXCLUDE" -> {
+                    expectFields(f, 3, "JMX_EXCLUDE <broker_id> <MBean name regex>");
+                    context = "JMX_EXCLUDE " + f[1];
+                    onSocketServer(parseId(f[1]), server -> server.excludeFromJmx(f[2]));
+                }
+                case "OPEN" -> {
+                    expectFields(f, 4, "OPEN <broker_id> <processor id> <connection id>");
+                    context = "OPEN " + f[1] + " " + f[3];
+                    int processorId = parseInt(f[2], "processor id");
+                    onSocketServer(parseId(f[1]), server -> server.open(processorId, f[3]));
+                }
+                case "CLIENT" -> {
+                    expectFields(f, 5, "CLIENT <broker_id> <connection id> <software name> <software version>");
+                    context = "CLIENT " + f[1] + " " + f[2];
+                    onSocketServer(parseId(f[1]), server -> server.channel(f[2]).channelMetadataRegistry()
+                            .registerClientInformation(new ClientInformation(f[3], f[4])));
+                }
+                case "CIPHER" -> {
+                    expectFields(f, 5, "CIPHER <broker_id> <connection id> <cipher> <protocol>");
+                    context = "CIPHER " + f[1] + " " + f[2];
+                    onSocketServer(parseId(f[1]), server -> server.channel(f[2]).channelMetadataRegistry()
+                            .registerCipherInformation(new CipherInformation(f[3], f[4])));
+                }
+                case "CLOSE" -> {
+                    expectFields(f, 3, "CLOSE <broker_id> <connection id>");
+                    context = "CLOSE " + f[1] + " " + f[2];
+                    onSocketServer(parseId(f[1]), server -> server.close(f[2]));
+                }
+                case "DUMP" -> {
+                    expectFields(f, 2, "DUMP <broker_id>");
+                    context = "DUMP " + f[1];
+                    int id = parseId(f[1]);
+                    Broker broker = brokers.get(id);
+                    if (broker == null) {
+                        throw new CommandException("broker " + id + " is not running");
+                    }
+                    reply("OK\tDUMP\t" + id + "\t" + dump(broker.mbeanServer));
+                }
                 case "STOP" -> {
                     expectFields(f, 2, "STOP <broker_id>");
                     context = "STOP " + f[1];
                     stopBroker(parseId(f[1]));
                 }
-                default -> throw new CommandException("unknown command " + quote(f[0])
-                        + " (expected BROKER, BROKER_TLS, SET, UNSET, SYNC, STOP or EXIT)");
+                default -> throw new CommandException("unknown command " + quote(f[0]) + " (expected BROKER, "
+                        + "BROKER_TLS, PROCESSOR, JMX_EXCLUDE, OPEN, CLIENT, CIPHER, CLOSE, DUMP, SET, UNSET, SYNC, STOP or EXIT)");
             }
         } catch (CommandException e) {
             error(context, e.getMessage(), null);
@@ -498,6 +751,7 @@ public class MBeanHost {
             // Usually "Port already in use": say which port, without a stack trace.
             throw new CommandException("cannot open port " + port + ": " + e.getMessage());
         }
+        broker.kafka(() -> { });  // Kafka's Metrics exist from start-up (kafka-metrics-count)
         brokers.put(id, broker);
         stopped.remove(id);
         reply("OK\tBROKER\t" + id + "\t" + broker.clientUrl);
@@ -530,6 +784,56 @@ public class MBeanHost {
         if (broker != null) {
             broker.unset(name);
         }
+    }
+
+    interface SocketServerAction {
+        void run(SocketServerMetrics server) throws Exception;
+    }
+
+    /** Kafka's code on a running broker's socket server; dropped for a stopped one, like SET. */
+    private void onSocketServer(int id, SocketServerAction action) throws Exception {
+        Broker broker = brokerFor(id);
+        if (broker != null) {
+            broker.kafka(() -> action.run(broker.socketServer));
+        }
+    }
+
+    /** Every attribute of every MBean but the MBeanServer's own delegate, as JSON: [[name, attribute, value]]. */
+    private static String dump(MBeanServer server) throws Exception {
+        StringBuilder json = new StringBuilder("[");
+        for (ObjectName name : server.queryNames(null, null)) {
+            if (name.getDomain().equals("JMImplementation")) {
+                continue;
+            }
+            MBeanAttributeInfo[] infos = server.getMBeanInfo(name).getAttributes();
+            String[] names = new String[infos.length];
+            for (int i = 0; i < infos.length; i++) {
+                names[i] = infos[i].getName();
+            }
+            for (Attribute attribute : server.getAttributes(name, names).asList()) {
+                Object value = attribute.getValue();
+                json.append(json.length() > 1 ? "," : "").append('[').append(jsonString(name.toString()))
+                        .append(',').append(jsonString(attribute.getName())).append(',')
+                        // Python's json reads NaN and Infinity, which Kafka's rate metrics can be.
+                        .append(value instanceof Number ? value.toString() : jsonString(String.valueOf(value)))
+                        .append(']');
+            }
+        }
+        return json.append(']').toString();
+    }
+
+    private static String jsonString(String s) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                out.append('\\').append(c);
+            } else if (c < 0x20) {
+                out.append(String.format("\\u%04x", (int) c));
+            } else {
+                out.append(c);
+            }
+        }
+        return out.append('"').toString();
     }
 
     /** The running broker, null for a stopped one (updates dropped), an error for an unknown id. */

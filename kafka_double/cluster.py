@@ -10,12 +10,12 @@ import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 from .client_metrics import ClusterConfigState
 from .mbean_host import JmxTls, MBeanHost, free_ports
-from .metrics_endpoint import BeanRecorder, MetricsEndpointConfig, MetricsEndpoints
-from .registry import BrokerMetrics, GaugeSink
+from .metrics_endpoint import MetricsEndpointConfig, MetricsEndpoints
+from .registry import BrokerMetrics
 from .releases import Release, get_release
 from .request_log import RequestLog
 from .server import BrokerServer
@@ -25,21 +25,6 @@ from .topology import Topology
 __all__ = ["BrokerHandle", "BrokerSpec", "DoubleCluster", "JmxTls", "ListenerSpec", "MetricsEndpointConfig"]
 
 DEFAULT_CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"  # 22-char base64 UUID, the shape Kafka cluster ids have
-
-
-class JmxHost(GaugeSink, Protocol):
-    """What the cluster needs from :class:`MBeanHost` (MemorySink implements it too, for JVM-less tests)."""
-
-    def add_broker(
-        self,
-        broker_id: int,
-        port: int,
-        user: str | None = None,
-        password: str | None = None,
-        tls: JmxTls | None = None,
-    ) -> str: ...
-
-    def stop_broker(self, broker_id: int) -> None: ...
 
 
 class BrokerHandle:
@@ -82,7 +67,7 @@ class DoubleCluster:
         cluster_id: str = DEFAULT_CLUSTER_ID,
         request_log_dir: Path | None = None,
         topics: dict[str, int] | None = None,
-        mbean_host: JmxHost | None = None,
+        mbean_host: MBeanHost | None = None,
         sasl_users: dict[str, str] | None = None,
         metrics_endpoint: MetricsEndpointConfig | None = None,
     ) -> None:
@@ -103,7 +88,7 @@ class DoubleCluster:
         # Client-metrics subscriptions and the DESCRIBE_CONFIGS ACL switch, shared by all brokers.
         self.configs = ClusterConfigState()
         self._given_host = mbean_host
-        self._jmx: JmxHost | None = mbean_host
+        self._jmx: MBeanHost | None = mbean_host
         self._owns_jmx = mbean_host is None
         self._metrics_endpoint = metrics_endpoint
         self._endpoints: MetricsEndpoints | None = None
@@ -144,7 +129,7 @@ class DoubleCluster:
                     host.start(timeout=timeout)
                     self._jmx = host
                 if self._metrics_endpoint is not None:
-                    self._endpoints = MetricsEndpoints(self._metrics_endpoint, BeanRecorder(self._jmx), self.host)
+                    self._endpoints = MetricsEndpoints(self._metrics_endpoint, self._jmx.dump, self.host)
                 self._loop = asyncio.new_event_loop()
                 self._thread = threading.Thread(target=self._loop.run_forever, name="kafka-double-loop", daemon=True)
                 self._thread.start()
@@ -169,7 +154,7 @@ class DoubleCluster:
                 self._thread.join(10)
                 if not self._thread.is_alive():
                     self._loop.close()
-            if self._owns_jmx and isinstance(self._jmx, MBeanHost):
+            if self._owns_jmx and self._jmx is not None:
                 self._jmx.close()
 
     def __enter__(self) -> Self:
@@ -228,9 +213,7 @@ class DoubleCluster:
             handle.jmx_url = self._jmx.add_broker(
                 spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password, spec.jmx_tls
             )
-            # With endpoints the MBeans pass a recorder on their way to the host, so both show the same.
-            sink = self._endpoints.recorder if self._endpoints is not None else self._jmx
-            metrics = BrokerMetrics(spec.id, handle.release, sink)
+            metrics = BrokerMetrics(spec.id, handle.release, self._jmx)
             req_log = (
                 RequestLog(self.request_log_dir, spec.id, handle.release) if self.request_log_dir is not None else None
             )
@@ -242,7 +225,6 @@ class DoubleCluster:
                 self.topology,
                 metrics,
                 req_log,
-                spec.tls_cipher_gauges,
                 self.configs,
                 self.sasl_users,
             )
@@ -261,6 +243,5 @@ class DoubleCluster:
             self._run(server.stop())
             if self._endpoints is not None:
                 self._run(self._endpoints.stop_broker(handle.broker_id))
-                self._endpoints.recorder.forget(handle.broker_id)
             assert self._jmx is not None
             self._jmx.stop_broker(handle.broker_id)

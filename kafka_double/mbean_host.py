@@ -1,12 +1,14 @@
 """Python side of the broker double's JMX endpoints.
 
-:class:`MBeanHost` starts ``MBeanHost.java`` (a JDK-only single-file program, run without a javac
-step) in one JVM. That JVM gives every emulated broker its own MBeanServer, RMI registry and JMX
-connector server on one TCP port, so an exporter sees one "broker JVM" per port. The JVM is
-driven through a line protocol on its stdin (see the Java file's header):
+:class:`MBeanHost` starts ``MBeanHost.java`` (a single-file program, run without a javac step, with Kafka's
+kafka-clients jar on its class path) in one JVM. That JVM gives every emulated broker its own MBeanServer, RMI
+registry and JMX connector server on one TCP port, so an exporter sees one "broker JVM" per port, and Kafka's own
+server-side ``Selector`` per network processor, which makes the socket-server-metrics MBeans. The JVM is driven
+through a line protocol on its stdin (see the Java file's header):
 
-* ``BROKER``, ``STOP`` and ``SYNC`` get a reply, which a reader thread hands to the waiting call;
-* ``SET`` and ``UNSET`` get no reply when they work (they must be cheap: thousands per second).
+* ``BROKER``, ``STOP``, ``DUMP`` and ``SYNC`` get a reply, which a reader thread hands to the waiting call;
+* ``PROCESSOR``, ``OPEN``, ``CLIENT``, ``CIPHER``, ``CLOSE``, ``SET`` and ``UNSET`` get no reply when they work
+  (they must be cheap: thousands per second).
   When one fails the JVM writes an ``ERR`` line that nobody waits for; it is logged and raised by
   the next :meth:`MBeanHost.sync`.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import json
 import logging
 import math
 import re
@@ -31,7 +34,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-__all__ = ["JAVA_SOURCE", "MBeanHost", "free_port", "free_ports"]
+from .kafka_jars import kafka_clients_classpath
+
+__all__ = ["JAVA_SOURCE", "Bean", "MBeanHost", "free_port", "free_ports"]
 
 log = logging.getLogger("kafka_double.jmx")
 
@@ -45,7 +50,10 @@ _INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 # Characters that would break the line protocol (Java's readLine also ends a line at \r).
 _FORBIDDEN = re.compile(r"[\t\n\r]")
 # Errors of commands that have a reply are tagged "<VERB> <key>: " by the JVM.
-_TAGGED_ERROR = re.compile(r"^(BROKER|STOP|SYNC) (\S+): ")
+_TAGGED_ERROR = re.compile(r"^(BROKER|STOP|SYNC|DUMP) (\S+): ")
+
+#: One MBean attribute as a JMX client reads it: (object name, attribute, value).
+Bean = tuple[str, str, int | float | str]
 _STDERR_TAIL = 40
 
 
@@ -112,7 +120,7 @@ class MBeanHost:
                 raise RuntimeError("MBeanHost is closed; create a new one")
             if self._proc is not None:
                 raise RuntimeError("MBeanHost already started")
-            cmd = [self._java, *self._jvm_options, str(JAVA_SOURCE)]
+            cmd = [self._java, *self._jvm_options, "-cp", kafka_clients_classpath(), str(JAVA_SOURCE)]
             log.debug("starting %s", cmd)
             try:
                 # Own session: a terminal's Ctrl-C reaches only our process, which then closes the JVM in
@@ -245,6 +253,53 @@ class MBeanHost:
         _check_int("broker_id", broker_id)
         _check_field("object_name", object_name, allow_empty=False)
         self._write(f"UNSET\t{broker_id}\t{object_name}")
+
+    def add_processor(self, broker_id: int, listener: str, processor_id: int) -> None:
+        """Kafka's Selector for one network processor of a running broker (asynchronous like :meth:`set`)."""
+        _check_int("broker_id", broker_id)
+        _check_field("listener", listener, allow_empty=False)
+        _check_int("processor_id", processor_id)
+        self._write(f"PROCESSOR\t{broker_id}\t{listener}\t{processor_id}")
+
+    def exclude_from_jmx(self, broker_id: int, regex: str) -> None:
+        """KIP-544's ``metrics.jmx.exclude`` on a running broker's JmxReporter: matching MBeans leave JMX."""
+        _check_int("broker_id", broker_id)
+        _check_field("regex", regex, allow_empty=False)
+        self._write(f"JMX_EXCLUDE\t{broker_id}\t{regex}")
+
+    def open_connection(self, broker_id: int, processor_id: int, connection_id: str) -> None:
+        """A connection that processor accepted: registered on its Selector, counted as unknown/unknown."""
+        _check_int("broker_id", broker_id)
+        _check_int("processor_id", processor_id)
+        _check_field("connection_id", connection_id, allow_empty=False)
+        self._write(f"OPEN\t{broker_id}\t{processor_id}\t{connection_id}")
+
+    def register_client(self, broker_id: int, connection_id: str, software_name: str, software_version: str) -> None:
+        """The channel's ``registerClientInformation`` (what a valid ApiVersionsRequest v3+ triggers)."""
+        _check_int("broker_id", broker_id)
+        for what, text in (("connection_id", connection_id), ("software_name", software_name)):
+            _check_field(what, text)
+        _check_field("software_version", software_version)
+        self._write(f"CLIENT\t{broker_id}\t{connection_id}\t{software_name}\t{software_version}")
+
+    def register_cipher(self, broker_id: int, connection_id: str, cipher: str, protocol: str) -> None:
+        """The channel's ``registerCipherInformation`` (what a finished TLS handshake triggers)."""
+        _check_int("broker_id", broker_id)
+        for what, text in (("connection_id", connection_id), ("cipher", cipher), ("protocol", protocol)):
+            _check_field(what, text, allow_empty=False)
+        self._write(f"CIPHER\t{broker_id}\t{connection_id}\t{cipher}\t{protocol}")
+
+    def close_connection(self, broker_id: int, connection_id: str) -> None:
+        """``Selector.close(connection id)``: the channel's client and cipher keys are decremented."""
+        _check_int("broker_id", broker_id)
+        _check_field("connection_id", connection_id, allow_empty=False)
+        self._write(f"CLOSE\t{broker_id}\t{connection_id}")
+
+    def dump(self, broker_id: int, timeout: float | None = None) -> list[Bean]:
+        """Every MBean attribute a running broker holds now, after every earlier command was applied."""
+        _check_int("broker_id", broker_id)
+        fields = self._request(("DUMP", str(broker_id)), f"DUMP\t{broker_id}", timeout)
+        return [(str(name), str(attribute), value) for name, attribute, value in json.loads(fields[0])]
 
     def sync(self, timeout: float = 10.0) -> None:
         """Wait until the JVM has applied every earlier command (from any thread).

@@ -1,16 +1,17 @@
 """Per-broker Prometheus endpoints of the double: each broker's MBeans rendered as a published rule set serves
 them (docs/kafka-facts/metrics-endpoints.md), over HTTP or HTTPS, optionally behind basic auth or a bearer token.
 
-The MBeans are recorded on their way to the MBean host (:class:`BeanRecorder`), so an endpoint shows exactly the
-MBeans a JMX client sees, lingering zeros and the TLS-cipher gauge included.
+Each scrape reads the broker's MBeans from the MBean host (``DUMP``), as jmx_exporter reads its JVM's MBeanServer,
+so an endpoint shows exactly the MBeans a JMX client sees: those Kafka's Selector makes, lingering zeros and the
+TLS-cipher gauge included.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 import ssl
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -21,47 +22,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter.sources.object_name import parse_object_name
 
-from .registry import GaugeSink
+from .registry import Bean
 
 PRESETS = ("strimzi", "confluent", "strimzi_reporter")
-
-
-class BeanRecorder:
-    """A gauge sink in front of the MBean host that keeps a copy of every broker's MBeans."""
-
-    def __init__(self, host: GaugeSink) -> None:
-        self._host = host
-        self._beans: dict[int, dict[str, dict[str, int | float | str]]] = {}
-        self._lock = threading.Lock()
-
-    def set(
-        self, broker_id: int, object_name: str, attribute: str, value: int | float | str, type_: str = "int"
-    ) -> None:
-        with self._lock:
-            self._beans.setdefault(broker_id, {}).setdefault(object_name, {})[attribute] = value
-        self._host.set(broker_id, object_name, attribute, value, type_)
-
-    def unset(self, broker_id: int, object_name: str) -> None:
-        with self._lock:
-            self._beans.get(broker_id, {}).pop(object_name, None)
-        self._host.unset(broker_id, object_name)
-
-    def sync(self, timeout: float = 10.0) -> None:
-        self._host.sync(timeout)
-
-    def forget(self, broker_id: int) -> None:
-        """A killed broker's MBeans go with its JVM."""
-        with self._lock:
-            self._beans.pop(broker_id, None)
-
-    def beans(self, broker_id: int) -> list[tuple[str, str, int | float | str]]:
-        """``(object name, attribute, value)`` of every MBean attribute the broker has now."""
-        with self._lock:
-            return [
-                (name, attribute, value)
-                for name, attributes in self._beans.get(broker_id, {}).items()
-                for attribute, value in attributes.items()
-            ]
 
 
 # A rendered sample: family name, family type, sample name, labels.
@@ -159,7 +122,7 @@ RENDERERS: dict[str, Callable[[str, dict[str, str], str], Rendered | None]] = {
 
 
 class _BeansCollector(Collector):
-    def __init__(self, preset: str, beans: list[tuple[str, str, int | float | str]]) -> None:
+    def __init__(self, preset: str, beans: list[Bean]) -> None:
         self._render = RENDERERS[preset]
         self._beans = beans
 
@@ -179,7 +142,7 @@ class _BeansCollector(Collector):
         yield from families.values()
 
 
-def render(preset: str, beans: list[tuple[str, str, int | float | str]]) -> bytes:
+def render(preset: str, beans: list[Bean]) -> bytes:
     """The exposition a broker with these MBeans serves under `preset`."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_BeansCollector(preset, beans))
@@ -215,9 +178,9 @@ class MetricsEndpointConfig:
 class MetricsEndpoints:
     """One HTTP(S) server per running broker, on the double's event loop."""
 
-    def __init__(self, config: MetricsEndpointConfig, recorder: BeanRecorder, host: str) -> None:
+    def __init__(self, config: MetricsEndpointConfig, dump: Callable[[int], list[Bean]], host: str) -> None:
         self.config = config
-        self.recorder = recorder
+        self._dump = dump
         self._host = host
         self._runners: dict[int, web.AppRunner] = {}
 
@@ -225,7 +188,8 @@ class MetricsEndpoints:
         async def metrics(request: web.Request) -> web.Response:
             if not self.config.authorized(request.headers.get("Authorization")):
                 return web.Response(status=401, headers={"WWW-Authenticate": 'Basic realm="metrics"'})
-            body = render(self.config.preset, self.recorder.beans(broker_id))
+            # The MBean host answers in order with everything else it is sent: off the double's event loop.
+            body = render(self.config.preset, await asyncio.to_thread(self._dump, broker_id))
             return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
         app = web.Application()

@@ -27,7 +27,7 @@ from .registry import BrokerMetrics, ChannelRegistry
 from .releases import Release
 from .request_log import CompletedRequest, RequestLog
 from .sasl_server import SASL_AUTHENTICATION_FAILED, SaslFailure, SaslSession
-from .specs import SASL_PROTOCOLS, TLS_PROTOCOLS, ListenerSpec
+from .specs import SASL_PROTOCOLS, ListenerSpec
 from .tls import negotiated, peer_principal, server_context
 from .tls_transport import TlsConnection, TlsHandshakeFailed
 from .topology import Topology
@@ -99,7 +99,6 @@ class BrokerServer:
         topology: Topology,
         metrics: BrokerMetrics,
         request_log: RequestLog | None,
-        tls_cipher_gauges: bool,
         configs: ClusterConfigState,
         sasl_users: dict[str, str],
     ) -> None:
@@ -115,11 +114,8 @@ class BrokerServer:
         self.listeners: list[_Listener] = []
         for spec, port in listeners:
             pids = [next(ids) for _ in range(spec.network_processors)]
-            tls = spec.security_protocol in TLS_PROTOCOLS
-            # TLS listeners count real handshakes in their cipher gauges; elsewhere a static stand-in when
-            # configured (test aid for exporters that must skip cipher-tagged `connections` MBeans).
             for pid in pids:
-                metrics.add_processor(spec.name, pid, tls_cipher_gauges and not tls)
+                metrics.add_processor(spec.name, pid)
             context = server_context(spec.tls) if spec.tls is not None else None
             self.listeners.append(_Listener(spec, port, pids, ssl_context=context))
         # Processor.nextConnectionIndex: per processor, part of the connection id.
@@ -159,8 +155,8 @@ class BrokerServer:
         self._tasks.add(task)
         self._writers.add(writer)
         pid = lst.next_processor()
-        channel = self.metrics.open_channel(pid)
         conn_id = self._connection_id(writer, pid)
+        channel = self.metrics.open_channel(pid, conn_id)
         ctx = HandlerContext(self.release, self.broker_id, lst.spec.name, self.topology, self.configs)
         sasl = (
             SaslSession(self.sasl_users, tuple(lst.spec.sasl_mechanisms), self.release.scram_nonce_check)

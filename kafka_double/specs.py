@@ -80,4 +80,3 @@ class BrokerSpec:
     jmx_user: str | None = None
     jmx_password: str | None = None
     jmx_tls: JmxTls | None = None  # JMX over TLS (optionally asking for a client certificate)
-    tls_cipher_gauges: bool = True

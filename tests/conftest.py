@@ -1,4 +1,4 @@
-"""Shared fixtures: endpoints that misbehave the way real networks do."""
+"""Shared fixtures: the broker double's MBean host, and endpoints that misbehave the way real networks do."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
+from kafka_double.mbean_host import MBeanHost
+
+
+@pytest.fixture(scope="session")
+def mbean_host() -> Iterator[MBeanHost]:
+    """One JVM with Kafka's Selector for every double of the session (it compiles MBeanHost.java once)."""
+    with MBeanHost() as host:
+        yield host
 
 
 @pytest.fixture

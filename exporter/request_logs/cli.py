@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{summary.lines:,} lines ({summary.malformed_lines:,} not parsed), {summary.clients:,} clients, "
         f"{summary.blocking_clients:,} blocking {args.target_release}, {summary.policy_clients:,} below the "
-        f"version policy; {summary.seconds:.1f} s"
+        f"version policy, {summary.rejections:,} requests rejected (server.log); {summary.seconds:.1f} s"
     )
     for name, path in summary.outputs.items():
         print(f"  {name}: {path}")

@@ -15,13 +15,13 @@ from pyspark.sql import functions as F
 from exporter.kafka_releases import table
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgrade_target
 from exporter.policy import Policy, load_policy
-from exporter.request_logs import output, parse, report, tables, upgrade
+from exporter.request_logs import output, parse, report, server_log, tables, upgrade
 from exporter.request_logs.progress import ProgressLogger
 
 log = logging.getLogger("exporter.request_logs")
 
 #: Tables written as Parquet; the ones in CSV_TABLES also as one CSV file each.
-TABLES = ("clients", "api_usage", "upgrade_impact", "group_protocols", "malformed")
+TABLES = ("clients", "api_usage", "upgrade_impact", "group_protocols", "malformed", "rejections")
 CSV_TABLES = TABLES
 REPORT_FILE = "report.html"
 REPORT_TOP = 25
@@ -43,6 +43,7 @@ class InventorySummary:
     clients: int
     blocking_clients: int
     policy_clients: int
+    rejections: int  # requests server.log says a broker rejected (removed version or disabled API)
     seconds: float
     outputs: dict[str, str]
     #: Seconds from the start to each milestone: "parsed" (the one pass over the logs), then each table written.
@@ -60,6 +61,7 @@ class InventoryTables:
     upgrade_impact: DataFrame
     group_protocols: DataFrame
     malformed: DataFrame
+    rejections: DataFrame
 
     def by_name(self) -> dict[str, DataFrame]:
         return {name: getattr(self, name) for name in TABLES}
@@ -91,6 +93,7 @@ def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str
         upgrade_impact=upgrade.upgrade_impact(spark, clients, usage, api_usage, target, policy),
         group_protocols=tables.group_protocols(usage),
         malformed=tables.malformed(groups),
+        rejections=server_log.rejections(server_log.parse_rejections(server_log.read_events(spark, inputs)), usage),
     )
 
 
@@ -138,6 +141,7 @@ def _report_data(built: InventoryTables, target_release: str, totals: dict[str, 
     )
     groups = built.group_protocols.orderBy(F.desc("requests")).limit(REPORT_TOP).collect()
     bad = built.malformed.select("reason", "lines").distinct().orderBy(F.desc("lines")).collect()
+    rejected = built.rejections.limit(REPORT_TOP).collect()
 
     return report.ReportData(
         target_release=target_release,
@@ -173,6 +177,21 @@ def _report_data(built: InventoryTables, target_release: str, totals: dict[str, 
             (r.group_id, str(r.client_id), r.protocol_types, r.protocol_names, r.offered_protocols) for r in groups
         ],
         malformed_rows=[(r.reason, f"{r.lines:,}") for r in bad],
+        rejections=totals["rejections"],
+        rejection_rows=[
+            (
+                str(r.time),
+                r.broker_file.rsplit("/", 1)[-1],
+                str(r.listener),
+                str(r.source_host),
+                r.connection,
+                f"{r.api_name} v{r.api_version}",
+                str(r.client_id),
+                f"{r.software_name} {r.software_version}" if r.software_name is not None else "None",
+                r.message,
+            )
+            for r in rejected
+        ],
     )
 
 
@@ -189,6 +208,7 @@ def _totals(built: InventoryTables) -> dict[str, int]:
         "clients": built.clients.count(),
         "blocking": kinds.get(upgrade.KIND_API, 0),
         "policy": kinds.get(upgrade.KIND_POLICY, 0),
+        "rejections": built.rejections.count(),
     }
 
 
@@ -222,6 +242,7 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
         clients=totals["clients"],
         blocking_clients=totals["blocking"],
         policy_clients=totals["policy"],
+        rejections=totals["rejections"],
         seconds=time.monotonic() - started,
         outputs=outputs,
         milestones=milestones,

@@ -17,7 +17,8 @@ CONNECTION_MARKER = " from connection "
 
 #: ``[yyyy-MM-dd HH:mm:ss,SSS] LEVEL `` at the start of every log4j line; group 1 is the timestamp.
 #: Month, day, hour, minute and second in their ranges (a line whose time is no date is malformed, not a crash).
-_TS = r"(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d,\d{3})"
+#: The timestamp as one group (also read from server.log by ``server_log``).
+TIMESTAMP_GROUP = _TS = r"(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d,\d{3})"
 TIMESTAMP = r"^\[" + _TS + r"\] [A-Z]+ "
 TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
 #: The characters dropped from a timestamp to read it as one number (yyyyMMddHHmmssSSS), which orders like time.

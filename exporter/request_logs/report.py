@@ -46,6 +46,8 @@ class ReportData:
     policy_rows: list[tuple[str, ...]] = field(default_factory=list)
     group_rows: list[tuple[str, ...]] = field(default_factory=list)
     malformed_rows: list[tuple[str, ...]] = field(default_factory=list)
+    rejections: int = 0  # requests server.log says were rejected (the rows show the first ones)
+    rejection_rows: list[tuple[str, ...]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

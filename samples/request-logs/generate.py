@@ -29,7 +29,7 @@ from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 # The demo's PLAINTEXT mix: the sample shows the same fleet the README's main job shows.
 from kafka_double.demo import PLAINTEXT_CLIENTS
 from kafka_double.raw_client import RawConnection
-from kafka_double.registry import ClientInformation, MemorySink
+from kafka_double.registry import ClientInformation
 from kafka_double.releases import get_release
 from kafka_double.request_log import CompletedRequest, format_line
 from kafka_double.wire import REQUEST_CLASSES, RESPONSE_CLASSES, RequestFrame
@@ -56,7 +56,7 @@ def _real_logs(target: Path) -> None:
     missing = [s for s in PLAINTEXT_CLIENTS + INTERNAL_CLIENTS if (s[0] if isinstance(s, tuple) else s) not in kinds]
     if missing:
         raise SystemExit(f"generate: clients not installed: {missing}; run scripts/setup.sh")
-    with DoubleCluster(BROKERS, request_log_dir=target, mbean_host=MemorySink()) as cluster:
+    with DoubleCluster(BROKERS, request_log_dir=target) as cluster:
         with contextlib.ExitStack() as clients:
             # Each broker as its clients' only bootstrap server, so every era's log gets every client.
             for broker in BROKERS:

@@ -282,13 +282,11 @@ def _wait_for(
 
 
 @pytest.fixture
-def cluster() -> Iterator[Any]:
-    # Imported here so the recording tests above still run if the double is broken. The registry is read
-    # directly (registry_view), so an in-memory gauge sink replaces the JMX host: no JVM needed here.
+def cluster(mbean_host: Any) -> Iterator[Any]:
+    # Imported here so the recording tests above still run if the double is broken.
     from kafka_double.cluster import BrokerSpec, DoubleCluster
-    from kafka_double.registry import MemorySink
 
-    with DoubleCluster([BrokerSpec(id=1), BrokerSpec(id=2)], mbean_host=MemorySink()) as c:
+    with DoubleCluster([BrokerSpec(id=1), BrokerSpec(id=2)], mbean_host=mbean_host) as c:
         yield c
 
 

@@ -1,5 +1,5 @@
 """Wire-level behaviour of the double over raw sockets, encoded/decoded with kafka-python's classes
-(docs/kafka-facts/protocol.md). No JVM: the JMX side is an in-memory sink."""
+(docs/kafka-facts/protocol.md). The JMX side is the session's MBean host."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 from kafka_double import BrokerSpec, DoubleCluster
+from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
-from kafka_double.registry import MemorySink
 
 # docs/kafka-facts/protocol.md#example-frames: ApiVersions v3, client "probe", kafka-client-exporter 0.1.0, corr. id 1.
 HEX_FRAME = "0000002d0012000300000001000570726f626500166b61666b612d636c69656e742d6578706f7274657206302e312e3000"
@@ -36,16 +36,15 @@ def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 @pytest.fixture
-def make_cluster(tmp_path: Path) -> Iterator[Callable[..., tuple[DoubleCluster, MemorySink]]]:
+def make_cluster(tmp_path: Path, mbean_host: MBeanHost) -> Iterator[Callable[..., tuple[DoubleCluster, MBeanHost]]]:
     clusters: list[DoubleCluster] = []
 
-    def make(*releases: str) -> tuple[DoubleCluster, MemorySink]:
-        sink = MemorySink()
+    def make(*releases: str) -> tuple[DoubleCluster, MBeanHost]:
         specs = [BrokerSpec(i + 1, release=r) for i, r in enumerate(releases or ("4.1.0",))]
-        c = DoubleCluster(specs, mbean_host=sink, request_log_dir=tmp_path / "logs")
+        c = DoubleCluster(specs, mbean_host=mbean_host, request_log_dir=tmp_path / "logs")
         c.start()
         clusters.append(c)
-        return c, sink
+        return c, mbean_host
 
     yield make
     for c in clusters:
@@ -223,7 +222,7 @@ def test_request_log_json_lines(make_cluster, tmp_path: Path) -> None:
 
 
 def test_deprecated_request_marks_meter_on_3_8(make_cluster) -> None:
-    c, sink = make_cluster("3.8.0")
+    c, host = make_cluster("3.8.0")
     conn = Conn(port(c))
     conn.request(ApiVersionsRequest(version=3, client_software_name="my-app", client_software_version="1.0"))
     conn.request(MetadataRequest(version=1, topics=[]), correlation_id=2)
@@ -233,6 +232,6 @@ def test_deprecated_request_marks_meter_on_3_8(make_cluster) -> None:
         "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Metadata,version=1,"
         "clientSoftwareName=my-app,clientSoftwareVersion=1.0"
     )
-    assert sink.beans[(1, name)] == {"Count": 2}
-    assert [n for (_, n) in sink.beans if "DeprecatedRequestsPerSec" in n] == [name]
+    meters = [(n, attribute, value) for n, attribute, value in host.dump(1) if "DeprecatedRequestsPerSec" in n]
+    assert meters == [(name, "Count", 2)]
     conn.close()

@@ -19,7 +19,8 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from kafka_double import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.clients import ClientKind, expected_identity, missing_reason, start_client
-from kafka_double.registry import SOCKET_SERVER, MemorySink
+from kafka_double.mbean_host import MBeanHost
+from kafka_double.registry import SOCKET_SERVER
 from kafka_double.specs import ListenerTls
 from kafka_double.tls import jsse_cipher_name, rfc2253_name
 from tests.support.tls_material import BrokerTlsMaterial
@@ -45,28 +46,26 @@ def tls_listeners(m: BrokerTlsMaterial) -> list[ListenerSpec]:
 
 
 @pytest.fixture(scope="module")
-def double(material: BrokerTlsMaterial, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoubleCluster]:
+def double(
+    material: BrokerTlsMaterial, mbean_host: MBeanHost, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DoubleCluster]:
     logs = tmp_path_factory.mktemp("tls-request-logs")
-    sink = MemorySink()
-    with DoubleCluster(
-        [BrokerSpec(1, listeners=tls_listeners(material))], mbean_host=sink, sasl_users=SASL_USERS, request_log_dir=logs
-    ) as cluster:
+    spec = BrokerSpec(1, listeners=tls_listeners(material))
+    with DoubleCluster([spec], mbean_host=mbean_host, sasl_users=SASL_USERS, request_log_dir=logs) as cluster:
         yield cluster
 
 
-def sink_of(double: DoubleCluster) -> MemorySink:
-    sink = double._jmx
-    assert isinstance(sink, MemorySink)
-    return sink
-
-
 def cipher_beans(double: DoubleCluster, listener: str) -> dict[str, int]:
-    """The `connections` value of every per-cipher MBean of one listener, by object name."""
+    """The `connections` value of every per-cipher MBean of one listener, by object name (Kafka's Selector)."""
     double.sync()
+    host = double._jmx
+    assert host is not None
     return {
-        name: int(attrs["connections"])  # type: ignore[call-overload]
-        for (_broker, name), attrs in dict(sink_of(double).beans).items()
-        if name.startswith(f"{SOCKET_SERVER},cipher=") and f",listener={listener}," in name
+        name: int(value)
+        for name, attribute, value in host.dump(1)
+        if attribute == "connections"
+        and name.startswith(f"{SOCKET_SERVER},cipher=")
+        and f",listener={listener}," in name
     }
 
 
@@ -107,7 +106,9 @@ def log_lines(double: DoubleCluster, listener: str) -> list[dict]:
 # ------------------------------------------------------------------------------------------ specs (no sockets)
 
 
-def test_tls_protocols_need_key_material_and_plain_ones_refuse_it(material: BrokerTlsMaterial) -> None:
+def test_tls_protocols_need_key_material_and_plain_ones_refuse_it(
+    material: BrokerTlsMaterial, mbean_host: MBeanHost
+) -> None:
     tls = ListenerTls(material.broker.cert, material.broker.key)
     with pytest.raises(ValueError, match="listener SECURE: security_protocol SASL_SSL needs tls"):
         ListenerSpec("SECURE", "SASL_SSL")
@@ -121,7 +122,7 @@ def test_tls_protocols_need_key_material_and_plain_ones_refuse_it(material: Brok
         # A CA certificate without its key cannot serve a listener: refused before anything listens.
         unusable = ListenerTls(material.ca_file, material.ca_file)
         DoubleCluster(
-            [BrokerSpec(1, listeners=[ListenerSpec("SSL", "SSL", tls=unusable)])], mbean_host=MemorySink()
+            [BrokerSpec(9, listeners=[ListenerSpec("SSL", "SSL", tls=unusable)])], mbean_host=mbean_host
         ).start()
 
 
@@ -294,7 +295,7 @@ def kcat_metadata(bootstrap: str, properties: dict[str, str]) -> subprocess.Comp
 
 @pytest.mark.slow
 def test_kcats_scram_passes_a_3_9_broker_and_fails_a_4_x_one_as_kafka_does(
-    double: DoubleCluster, material: BrokerTlsMaterial
+    double: DoubleCluster, material: BrokerTlsMaterial, mbean_host: MBeanHost
 ) -> None:
     """librdkafka < 2.6.1 repeats its nonce in the SCRAM client-final message: 3.9 checks only the suffix,
     4.x the whole nonce (docs/kafka-facts/protocol.md#scram-nonce)."""
@@ -308,7 +309,7 @@ def test_kcats_scram_passes_a_3_9_broker_and_fails_a_4_x_one_as_kafka_does(
     }
     tls = ListenerTls(material.broker.cert, material.broker.key)
     listener = ListenerSpec("SASL_SSL", "SASL_SSL", 0, 1, sasl_mechanisms=ALL_MECHANISMS, tls=tls)
-    with DoubleCluster([BrokerSpec(1, "3.9.0", [listener])], mbean_host=MemorySink(), sasl_users=SASL_USERS) as old:
+    with DoubleCluster([BrokerSpec(5, "3.9.0", [listener])], mbean_host=mbean_host, sasl_users=SASL_USERS) as old:
         accepted = kcat_metadata(old.bootstrap("SASL_SSL"), properties)
     assert accepted.returncode == 0 and "1 brokers:" in accepted.stdout, accepted.stderr
     refused = kcat_metadata(double.bootstrap("SASL_SSL"), properties)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,12 +30,6 @@ GAUGE_FAMILIES = {
     "kafka_client_upgrade_blocking_requests_total",
     "kafka_client_exporter_client_suite_full",
 }
-
-
-@pytest.fixture(scope="module")
-def mbean_host() -> Iterator[MBeanHost]:
-    with MBeanHost() as host:
-        yield host
 
 
 def double(mbean_host: MBeanHost, endpoint: MetricsEndpointConfig) -> DoubleCluster:

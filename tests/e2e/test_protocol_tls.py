@@ -25,7 +25,7 @@ from exporter.snapshot import JmxReading, Snapshot
 from exporter.web.exposition import render_snapshot
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
-from kafka_double.registry import SOCKET_SERVER, MemorySink
+from kafka_double.registry import SOCKET_SERVER
 from kafka_double.specs import ListenerTls
 from tests.support.tls_material import BrokerTlsMaterial
 
@@ -53,10 +53,12 @@ def listeners(m: BrokerTlsMaterial) -> list[ListenerSpec]:
 
 
 @pytest.fixture(scope="module")
-def double(material: BrokerTlsMaterial, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoubleCluster]:
+def double(
+    material: BrokerTlsMaterial, mbean_host: MBeanHost, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DoubleCluster]:
     specs = [BrokerSpec(1, listeners=listeners(material)), BrokerSpec(2, listeners=listeners(material))]
     logs = tmp_path_factory.mktemp("protocol-tls-logs")
-    with DoubleCluster(specs, mbean_host=MemorySink(), sasl_users={USER: PASSWORD}, request_log_dir=logs) as cluster:
+    with DoubleCluster(specs, mbean_host=mbean_host, sasl_users={USER: PASSWORD}, request_log_dir=logs) as cluster:
         yield cluster
 
 
@@ -133,12 +135,14 @@ def test_protocol_sources_over_ssl_mtls_and_sasl_ssl(double: DoubleCluster, mate
 
 
 def cipher_protocols(double: DoubleCluster, listener: str) -> set[str]:
-    sink = double._jmx
-    assert isinstance(sink, MemorySink)
+    host = double._jmx
+    assert host is not None
     return {
         name.split(",protocol=", 1)[1].split(",", 1)[0]
-        for (_broker, name) in dict(sink.beans)
-        if name.startswith(f"{SOCKET_SERVER},cipher=") and f",listener={listener}," in name
+        for name, attribute, _value in host.dump(1)
+        if attribute == "connections"
+        and name.startswith(f"{SOCKET_SERVER},cipher=")
+        and f",listener={listener}," in name
     }
 
 
@@ -193,10 +197,12 @@ def snapshot_message(snapshot: Snapshot, cluster_name: str) -> str:
     return next(r.error_message or "" for r in snapshot.results if r.key.cluster == cluster_name)
 
 
-def test_over_jmx_the_exporters_own_tls_connection_and_its_cipher_are_visible(material: BrokerTlsMaterial) -> None:
+def test_over_jmx_the_exporters_own_tls_connection_and_its_cipher_are_visible(
+    material: BrokerTlsMaterial, mbean_host: MBeanHost
+) -> None:
     tls = ListenerTls(material.broker.cert, material.broker.key)
     spec = BrokerSpec(7, listeners=[ListenerSpec("SSL", "SSL", 0, 1, tls=tls)])
-    with MBeanHost() as host, DoubleCluster([spec], mbean_host=host) as double:
+    with DoubleCluster([spec], mbean_host=mbean_host) as double:
         config = cluster(double, "jmx-tls", "SSL", "SSL", {"ca_file": str(material.ca_file)})
         config["brokers"] = [{"id": 7, "jmx_url": double.broker(7).jmx_url}]
         loop = CollectionLoop(Settings(clusters=[config], collection={"interval_seconds": 6}))

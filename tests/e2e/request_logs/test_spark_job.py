@@ -197,3 +197,41 @@ def test_bad_target_release_stops_before_spark(tmp_path: Path) -> None:
     assert (
         main(["inventory", "--input", str(tmp_path), "--output", str(tmp_path / "o"), "--target-release", "9.9.9"]) == 2
     )
+
+
+def test_rejections_from_server_log_joined_to_the_request_log(spark, tmp_path: Path) -> None:
+    from tests.support import server_log_fixtures as sl
+
+    tables = build_tables(spark, [str(sl.write_rejection_fixture(tmp_path))], "4.0.0", load_policy(None))
+    try:
+        rows = [row.asDict() for row in tables.rejections.collect()]
+    finally:
+        tables.unpersist()
+    # One row per rejected request (the second ERROR event of each is not counted), oldest first, rolled file too.
+    assert [(r["connection"], r["api_name"], r["api_version"], r["exception"]) for r in rows] == [
+        (sl.R_ROLLED, "OffsetCommit", 1, "UnsupportedVersionException"),
+        (sl.R_CONNECTION, "Fetch", 3, "UnsupportedVersionException"),
+        (sl.R_HOST, "OffsetCommit", 1, "UnsupportedVersionException"),
+        (sl.R_UNKNOWN, "Vote", 0, "InvalidRequestException"),
+    ]
+    by_connection = {r["connection"]: r for r in rows}
+    exact = by_connection[sl.R_CONNECTION]
+    assert str(exact["time"]) == "2026-03-20 10:15:42.123000" and exact["node_id"] == 4 and exact["api_key"] == 1
+    assert exact["broker_file"].endswith("broker-4/server.log") and exact["message"] == sl.FETCH_V3
+    assert (exact["matched_by"], exact["client_id"], exact["software_name"], exact["listener"]) == (
+        "connection",
+        "billing-legacy",
+        "unknown",
+        "CLIENTS",
+    )
+    assert exact["source_host"] == "10.20.6.7"
+    host = by_connection[sl.R_HOST]
+    assert (host["matched_by"], host["client_id"], host["software_name"], host["software_version"]) == (
+        "host",
+        "inventory-sync",
+        "librdkafka",
+        "1.9.2",
+    )
+    assert by_connection[sl.R_ROLLED]["broker_file"].endswith("server.log.2026-03-20-09.gz")
+    unknown = by_connection[sl.R_UNKNOWN]
+    assert (unknown["matched_by"], unknown["client_id"], unknown["listener"]) == (None, None, None)

@@ -89,7 +89,7 @@ def test_report_is_self_contained_and_says_when_there_is_nothing_to_show() -> No
     assert "<script" not in page.lower() and "<svg" not in page
     assert not re.search(r"""(src|href)\s*=|<link|@import|url\(""", page)
     assert page.count("<p class=empty>nothing to show</p>") == 3
-    assert page.count("<p class=empty>none</p>") == 4
+    assert page.count("<p class=empty>none</p>") == 5
 
 
 def test_long_labels_are_cut_in_the_chart_and_whole_in_the_tooltip() -> None:
@@ -98,3 +98,13 @@ def test_long_labels_are_cut_in_the_chart_and_whole_in_the_tooltip() -> None:
     report.feed(render(ReportData("4.0.0", 1, 0, 1, 0, 0, software=[Bar(label, 1_500)])))
     assert report.texts["text"] == [label[:55] + "...", "1,500"]
     assert report.texts["title"] == ["Kafka client inventory", f"{label}: 1,500 clients"]
+
+
+def test_rejections_section_counts_and_escapes_what_clients_chose() -> None:
+    row = ("2026-03-20 10:15:42.123", "server.log", "CLIENTS", "10.20.6.7", "c-1", "Fetch v3", HOSTILE, "x 1", "m")
+    page = render(ReportData("4.0.0", 10, 0, 1, 0, 0, rejections=30, rejection_rows=[row]))
+    report = Report()
+    report.feed(page)
+    assert "<script" not in page.lower() and HOSTILE in report.texts["td"]
+    assert "<h2>Rejected by an upgraded broker (server.log)</h2>" in page
+    assert "(the first 1 of 30)" in page and "<span><b>30</b>requests rejected (server.log)</span>" in page
