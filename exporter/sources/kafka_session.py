@@ -107,13 +107,14 @@ def describe(exc: BaseException) -> str:
     if isinstance(tls, ssl.SSLCertVerificationError):
         # e.g. "certificate has expired", "unable to get local issuer certificate", "Hostname mismatch, ..."
         return f"TLS handshake failed: the broker's certificate was refused: {tls.verify_message}"
-    if tls is not None and any(alert in (tls.reason or "") for alert in _CLIENT_CERTIFICATE_REFUSED):
+    if tls is not None and any(alert in str(tls) for alert in _CLIENT_CERTIFICATE_REFUSED):
         return (
             f"TLS handshake failed: the broker refused the client certificate (none configured, or not trusted "
-            f"by the broker): {tls.reason}"
+            f"by the broker): {getattr(tls, 'reason', None) or tls}"
         )
     if tls is not None:
-        return f"TLS handshake failed: {tls.reason or tls.strerror or tls}"
+        # `reason` (OpenSSL's, e.g. WRONG_VERSION_NUMBER) exists only on errors raised by the ssl module itself.
+        return f"TLS handshake failed: {getattr(tls, 'reason', None) or tls.strerror or tls}"
     handshake = _failed_handshake(exc)
     if handshake is not None:
         # e.g. "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate has expired (_ssl.c:1006)"
