@@ -11,7 +11,8 @@ import json
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,10 +207,22 @@ def test_over_jmx_the_exporters_own_tls_connection_and_its_cipher_are_visible(
         config = cluster(double, "jmx-tls", "SSL", "SSL", {"ca_file": str(material.ca_file)})
         config["brokers"] = [{"id": 7, "jmx_url": double.broker(7).jmx_url}]
         loop = CollectionLoop(Settings(clusters=[config], collection={"interval_seconds": 6}))
+
+        def settled() -> bool:
+            # Every open connection has announced itself (none left under unknown/unknown).
+            view = double.registry_view(7)
+            return view.get(("SSL", 0, *EXPORTER), 0) >= 1 and view.get(("SSL", 0, "unknown", "unknown")) == 0
+
+        async def two_cycles() -> Snapshot:
+            # The first cycle opens the exporter's TLS connections, which it keeps; the second reads them over JMX.
+            await loop.run_cycle()
+            await asyncio.to_thread(wait_for, settled)
+            return await loop.run_cycle()
+
         try:
-            # The first cycle opens the exporter's TLS connection, which it keeps; the second reads it over JMX.
-            snapshot = asyncio.run(run_cycles(loop, 2))
+            snapshot = asyncio.run(two_cycles())
             double.sync()
+            live = double.registry_view(7)[("SSL", 0, *EXPORTER)]
             rows = JMXConnection(double.broker(7).jmx_url).query(
                 [JMXQuery(f"{SOCKET_SERVER},cipher=*,*", attribute="connections")]
             )
@@ -220,22 +233,23 @@ def test_over_jmx_the_exporters_own_tls_connection_and_its_cipher_are_visible(
     reading = jmx.reading
     assert isinstance(reading, JmxReading)
     # Only client gauges are taken (the per-cipher gauge shares the `connections` attribute): the exporter's
-    # connection, and the unknown/unknown key every connection starts under, lingering at 0.
+    # connections, and the unknown/unknown key every connection starts under, lingering at 0.
     assert {(c.listener, c.software_name, c.software_version, c.connections) for c in reading.clients} == {
-        ("SSL", *EXPORTER, 1),
+        ("SSL", *EXPORTER, live),
         ("SSL", "unknown", "unknown", 0),
     }
-    # The per-cipher gauge shows the suite and protocol the exporter's handshake negotiated, JSSE-named.
+    # The per-cipher gauge counts the same connections under the suite and protocol their handshakes negotiated.
     assert {r.mBeanName: int(r.value) for r in rows} == {
-        f"{SOCKET_SERVER},cipher=TLS_AES_256_GCM_SHA384,protocol=TLSv1.3,listener=SSL,networkProcessor=0": 1
+        f"{SOCKET_SERVER},cipher=TLS_AES_256_GCM_SHA384,protocol=TLSv1.3,listener=SSL,networkProcessor=0": live
     }
 
 
-async def run_cycles(loop: CollectionLoop, cycles: int) -> Snapshot:
-    snapshot = await loop.run_cycle()
-    for _ in range(cycles - 1):
-        snapshot = await loop.run_cycle()
-    return snapshot
+def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not settled within {timeout} s")
+        time.sleep(0.05)
 
 
 def test_collect_once_reads_tls_clusters_from_a_config_file(
