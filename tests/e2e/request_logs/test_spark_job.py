@@ -175,6 +175,9 @@ def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
             "spark.ui.enabled=false",
             "--conf",
             "spark.sql.shuffle.partitions=2",
+            # No Python workers: a job that tried to start one would fail on this module, which does not exist.
+            "--conf",
+            "spark.python.daemon.module=kce_the_inventory_job_starts_no_python_workers",
         ],
         capture_output=True,
         text=True,
