@@ -10,10 +10,12 @@ import struct
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
+from exporter.kafka_releases import table
+from exporter.kafka_releases.inference import UNKNOWN, infer_release
 from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
-from kafka_double.releases import KRAFT, ZOOKEEPER, get_release
+from kafka_double.releases import KRAFT, ZOOKEEPER, get_release, known_releases
 
 # ZooKeeper-only broker APIs of 3.9 (listeners ["zkBroker"] or ["zkBroker", "controller"], commit cc53a632edcf):
 # LeaderAndIsr/StopReplica/UpdateMetadata/ControlledShutdown (LeaderAndIsrRequest.json:19 ...), AlterPartition,
@@ -116,3 +118,30 @@ def test_both_modes_on_the_wire(mbean_host: MBeanHost) -> None:
     assert (zk.supported_features, zk.finalized_features, zk.finalized_features_epoch) == ([], [], 0)
     assert [f.name for f in kraft.supported_features] == ["metadata.version"]
     assert "metadata.version" in {f.name for f in kraft.finalized_features}
+
+
+def _advertisement(release: str, mode: str) -> dict[int, tuple[int, int]]:
+    return {a.api_key: (a.min_version, a.max_version) for a in get_release(release, mode).advertised()}
+
+
+def _modes(release: str) -> list[str]:
+    key = get_release(release).key
+    return [m for m, ok in ((ZOOKEEPER, key < (4, 0, 0)), (KRAFT, key >= (2, 8, 0))) if ok]
+
+
+@pytest.mark.parametrize("release", known_releases())
+def test_the_exporter_infers_the_release_of_either_mode(release: str) -> None:
+    """Inference requires only the APIs both broker kinds serve, so it works against real brokers of both modes.
+    It reports the oldest release advertising the same ranges in that mode: a KRaft 3.4.0 broker is
+    indistinguishable from a KRaft 3.3.0 one (3.4.0 changed only ZooKeeper and controller APIs)."""
+    for mode in _modes(release):
+        advertised = _advertisement(release, mode)
+        inferred = infer_release(advertised)
+        assert inferred != UNKNOWN, (release, mode)
+        assert _advertisement(inferred, mode) == advertised, (release, mode, inferred)
+        assert table.release_key(inferred) <= table.release_key(release)
+
+
+def test_kraft_3_4_reads_as_3_3() -> None:
+    assert infer_release(_advertisement("3.4.0", KRAFT)) == "3.3.0"
+    assert infer_release(_advertisement("3.4.0", ZOOKEEPER)) == "3.4.0"
