@@ -2,7 +2,9 @@
 (``exporter.kafka_releases.table``, docs/kafka-facts/releases.md#the-release-table).
 
 The CSV lists what each release's *specs* define; a broker advertises less. The rules applied here
-are those of docs/kafka-facts/releases.md#specs-versus-advertisement.
+are those of docs/kafka-facts/releases.md#specs-versus-advertisement, per metadata mode: a 2.8-3.9 broker is either a
+ZooKeeper-mode or a KRaft broker, never the union (docs/kafka-facts/protocol.md#zookeeper-mode-and-kraft-brokers).
+tests/double/test_api_versions_oracle.py checks the result against Kafka's own kafka-clients 4.3.0 and 3.9.0.
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ _METADATA_VERSION_MAX: list[tuple[tuple[int, int], int]] = [
 def _features_for(key: tuple[int, int, int]) -> list[Feature]:
     major_minor = key[:2]
     if major_minor < (3, 3):
-        # 2.7-3.2: KIP-584 fields exist but ZooKeeper-mode brokers support no features by default.
+        # KRaft 2.8-3.2: KIP-584 fields exist but no feature is defined before metadata.version (KIP-778, 3.3).
         return []
     level = max(lvl for mm, lvl in _METADATA_VERSION_MAX if mm <= major_minor)
     feats = [Feature("metadata.version", 1, level, level)]
