@@ -110,7 +110,9 @@ JSON_LINES = [
         C_ONLY_API_VERSIONS,
         request='{"clientSoftwareName":"librdkafka","clientSoftwareVersion":"2.3.0"}',
     ),
-    # A rejected ApiVersions (INVALID_REQUEST): its body names nothing the broker registered.
+    # A rejected ApiVersions: INVALID_REQUEST (42), the software name fails Kafka's pattern. KafkaApis answers
+    # getErrorResponse in the request's version: no ApiKeys, ThrottleTimeMs from v1 (4.3 KafkaApis.scala:1529-1530,
+    # ApiVersionsRequest.java:111-117); the body names nothing the broker registered.
     json_line(
         18,
         "API_VERSIONS",
@@ -118,7 +120,19 @@ JSON_LINES = [
         "rejected",
         "10.20.1.11:9092-10.20.4.61:41001-10",
         request='{"clientSoftwareName":"-bad-","clientSoftwareVersion":"1"}',
-        response='{"errorCode":35}',
+        response='{"errorCode":42,"apiKeys":[],"throttleTimeMs":0}',
+    ),
+    # A version the 3.x broker does not know (v5 > its max 4): UNSUPPORTED_VERSION (35). The body is not parsed
+    # but handled as an empty v0 request, and the v0 response carries only ApiVersions' own range (4.3
+    # RequestContext.java:112-116 and :158-163, ApiVersionsRequest.java:119-123); the header keeps version 5.
+    json_line(
+        18,
+        "API_VERSIONS",
+        5,
+        "too-new",
+        "10.20.1.11:9092-10.20.4.62:41002-11",
+        request="{}",
+        response='{"errorCode":35,"apiKeys":[{"apiKey":18,"minVersion":0,"maxVersion":4}]}',
     ),
     # 4.x SASL_SSL over IPv6 with an SSL distinguished-name principal.
     json_line(
