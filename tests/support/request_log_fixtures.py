@@ -78,6 +78,7 @@ C_ONLY_API_VERSIONS = "10.20.1.11:9092-10.20.4.60:41000-9"
 C_TEXT_RDKAFKA = "10.20.1.12:9092-10.20.5.81:38114-2207"
 C_TEXT_LEGACY = "10.20.1.11:9092-10.20.7.9:41822-35"
 C_NULLS = "10.20.1.13:9092-10.20.8.1:40000-1"
+C_TRUNK = "10.20.1.13:9092-10.20.8.2:40100-0-3"  # a 4.x connection id (processor 0, index 3)
 C_GROUP = "10.20.1.12:9093-10.20.9.9:50000-4"
 SSL_DN = "User:CN=etl.example.com,OU=Data Platform,O=Example\\, Inc.,C=US"
 
@@ -151,6 +152,13 @@ JSON_LINES = [
     json_line(3, "METADATA", 12, None, C_NULLS, ("librdkafka", "2.3.0")),
     json_line(3, "METADATA", 12, KeyError, C_NULLS, ("librdkafka", "2.3.0")),
     json_line(3, "METADATA", 12, "", C_NULLS, ("librdkafka", "2.3.0"), request='""', response='""'),
+    # The next release (trunk, 4.4) writes a body it did not capture as JSON null, not "" (apache/kafka PR #22295,
+    # 9505119f2f: RequestConvertToJson.requestDesc/requestDescMetrics use NullNode); on an ApiVersions line the
+    # software then comes from the line's clientInformation alone.
+    json_line(3, "METADATA", 13, "trunk-app", C_TRUNK, ("apache-kafka-java", "4.4.0"), request="null", response="null"),
+    json_line(
+        18, "API_VERSIONS", 4, "trunk-app", C_TRUNK, ("apache-kafka-java", "4.4.0"), request="null", response="null"
+    ),
     # KIP-559 on JSON: JoinGroup v9 then SyncGroup v5.
     json_line(
         11,
