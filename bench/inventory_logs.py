@@ -2,11 +2,13 @@
 
 A fleet of distinct clients (clientId, principal, source host, software) spread over six brokers of three eras:
 2.6.0 (2.x text form with clientInformation), 3.9.0 (JSON) and 4.1.0 (JSON, connection ids with a processor
-segment). Each connection starts with its ApiVersions line (clientInformation still unknown on PLAINTEXT, the
-request body naming the software), then a request mix of Fetch, Produce, Heartbeat, OffsetCommit, Metadata,
-FindCoordinator, ListOffsets, JoinGroup and SyncGroup at the versions the client's era uses: legacy clients
-use versions Kafka 4.0 removed. Some hosts are IPv6, SSL principals are distinguished names with commas, some
-clientIds are null or empty; a few garbage lines and a cut-off last line per file are mixed in. Hourly files.
+segment). Each PLAINTEXT or SSL connection starts with its ApiVersions line (clientInformation still unknown, the
+request body naming the software); on SASL_SSL the SASL authenticator answers ApiVersions before authentication and
+Kafka logs no line for it, so those connections start with their first request after it. Then a request mix of
+Fetch, Produce, Heartbeat, OffsetCommit, Metadata, FindCoordinator, ListOffsets, JoinGroup and SyncGroup at the
+versions the client's era uses: legacy clients use versions Kafka 4.0 removed. Some hosts are IPv6, SSL principals
+are distinguished names with commas, some clientIds are null or empty; a few garbage lines and a cut-off last line
+per file are mixed in. Hourly files.
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ SOFTWARE = [  # (name, version, era, weight); "unknown" clients send ApiVersions
 ]
 API_MIX = [(1, 40), (0, 25), (12, 10), (8, 8), (3, 8), (10, 3), (2, 2), (11, 2), (14, 2)]
 PROTOCOL = ["PLAINTEXT", "SASL_SSL", "SSL"]
+# Listeners whose ApiVersions (sent before authentication) the SASL authenticator answers outside the request log.
+SASL_LISTENERS = frozenset({"SASL_SSL"})
 
 
 @dataclass
@@ -231,8 +235,11 @@ class Renderer:
         name = API_NAMES[api]
         sw_name, sw_version = conn.software
         first = api == 18
-        # The ApiVersions line's own clientInformation is still unknown on non-SASL listeners.
-        info_name, info_version = ("unknown", "unknown") if first and conn.listener != "SASL_SSL" else conn.software
+        if first and conn.listener in SASL_LISTENERS:
+            raise ValueError(f"{conn.connection_id}: ApiVersions before SASL authentication is never logged")
+        # The ApiVersions line's own clientInformation is still unknown: the request context is built before
+        # ApiVersions registers the software (docs/kafka-facts/request-log.md#client-information-lag).
+        info_name, info_version = ("unknown", "unknown") if first else conn.software
         if first:
             body_known = version >= 3
             req_j = (
@@ -305,6 +312,8 @@ def generate(out_dir: Path, total_bytes: int, clients: int, seed: int = 7) -> in
             buffer: list[str] = []
             if hour == 0:
                 for conn in conns:
+                    if conn.listener in SASL_LISTENERS:
+                        continue  # SaslServerAuthenticator answered its ApiVersions: no request-log line
                     buffer.append(renderer.line(conn, 18, _stamp(stamp_at), corr))
                     corr += 1
             step = 3600.0 / max(per_file // 900, 1)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .cluster import BrokerSpec, DoubleCluster, ListenerSpec, MetricsEndpointConfig
 from .metrics_endpoint import PRESETS
-from .releases import known_releases
+from .releases import METADATA_MODES, known_releases
 
 
 def _topics(text: str) -> dict[str, int]:
@@ -29,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kafka_double", description=__doc__)
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--release", default="4.1.0", choices=known_releases())
+    p.add_argument(
+        "--metadata-mode",
+        choices=METADATA_MODES,
+        default=None,
+        help="2.8-3.9: ZooKeeper-mode or KRaft brokers (default: zookeeper before 3.3.0, kraft from 3.3.0)",
+    )
     p.add_argument("--request-log-dir", type=Path, default=None)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--topics", type=_topics, default={"demo": 3}, help="name:partitions,...")
@@ -47,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         BrokerSpec(
             i,
             release=args.release,
+            metadata_mode=args.metadata_mode,
             listeners=[
                 ListenerSpec("PLAINTEXT", "PLAINTEXT", 0, args.network_processors),
                 ListenerSpec("INTERNAL", "PLAINTEXT", 0, 2),
@@ -58,9 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     endpoint = MetricsEndpointConfig(args.metrics_endpoints) if args.metrics_endpoints else None
-    cluster = DoubleCluster(
-        specs, host=args.host, request_log_dir=args.request_log_dir, topics=args.topics, metrics_endpoint=endpoint
-    )
+    try:
+        cluster = DoubleCluster(
+            specs, host=args.host, request_log_dir=args.request_log_dir, topics=args.topics, metrics_endpoint=endpoint
+        )
+    except ValueError as exc:
+        p.error(str(exc))
     cluster.start()
     try:
         print(
@@ -69,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                     "bootstrap_servers": cluster.bootstrap("PLAINTEXT"),
                     "internal_bootstrap_servers": cluster.bootstrap("INTERNAL"),
                     "release": args.release,
+                    "metadata_mode": cluster.brokers[0].release.metadata_mode,
                     "brokers": [
                         {
                             "id": b.broker_id,

@@ -8,6 +8,8 @@ client runs in a child process so that closing it is a real socket close and not
   holds its connections. Ready when librdkafka's ``-d metadata`` debug log shows a Metadata response.
 * confluent-kafka, kafka-python, aiokafka: ``client_scripts/python_client.py`` under this interpreter.
 * kafkajs: ``node/client.js`` under ``node`` with ``NODE_PATH`` pointing at ``node/node_modules``.
+* Kafka's own Java client (Admin and Producer), 4.3.0 and 3.9.0: ``client_scripts/JavaClient.java``, a single-file
+  program, in its own JVM with that release's kafka-clients jar (``kafka_double.kafka_jars``).
 
 The script clients print ``READY`` on stdout after bootstrap (ApiVersions + Metadata done) and close cleanly
 when their stdin reaches EOF. ``close()`` closes stdin, waits, and only then terminates/kills.
@@ -34,6 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from .kafka_jars import KafkaJarsMissing, kafka_clients_classpath
+
 __all__ = [
     "UNKNOWN",
     "ClientError",
@@ -50,6 +54,9 @@ __all__ = [
 
 _PKG_DIR = Path(__file__).resolve().parent
 PYTHON_CLIENT_SCRIPT = _PKG_DIR / "client_scripts" / "python_client.py"
+JAVA_CLIENT_SOURCE = _PKG_DIR / "client_scripts" / "JavaClient.java"
+#: Small and quick to start: a client JVM holds a few connections and sends a handful of requests.
+JAVA_CLIENT_OPTIONS = ("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k")
 NODE_DIR = _PKG_DIR / "node"
 NODE_CLIENT_SCRIPT = NODE_DIR / "client.js"
 NODE_MODULES = NODE_DIR / "node_modules"
@@ -68,6 +75,12 @@ class ClientKind(StrEnum):
     KAFKA_PYTHON = "kafka-python"
     AIOKAFKA = "aiokafka"
     KAFKAJS = "kafkajs"
+    JAVA = "apache-kafka-java"  # kafka-clients 4.3.0
+    JAVA_3_9 = "apache-kafka-java-3.9"  # kafka-clients 3.9.0
+
+
+#: The kafka-clients release each Java kind runs.
+JAVA_RELEASES = {ClientKind.JAVA: "4.3.0", ClientKind.JAVA_3_9: "3.9.0"}
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,9 @@ def expected_identity(
     if kind is ClientKind.KAFKA_PYTHON:
         # kafka-python 3 sends ApiVersions v4 with client_software_version = kafka.version.__version__.
         return ExpectedIdentity("kafka-python", importlib.metadata.version("kafka-python"))
+    if kind in JAVA_RELEASES:
+        # ApiVersionsRequest.Builder's defaults: "apache-kafka-java" and AppInfoParser's version (JavaClient.java).
+        return ExpectedIdentity("apache-kafka-java", JAVA_RELEASES[kind])
     # aiokafka sends ApiVersions v0 and kafkajs v2: neither body carries a name/version.
     return UNKNOWN
 
@@ -165,6 +181,14 @@ def missing_reason(kind: ClientKind) -> str | None:
             return "node is not on PATH"
         if not (NODE_MODULES / "kafkajs" / "package.json").is_file():
             return f"kafkajs is not installed in {NODE_MODULES} (npm ci in {NODE_DIR})"
+        return None
+    if kind in JAVA_RELEASES:
+        if shutil.which("java") is None:
+            return "java is not on PATH (apt-get install openjdk-17-jdk-headless)"
+        try:
+            kafka_clients_classpath(JAVA_RELEASES[kind])
+        except KafkaJarsMissing as missing:
+            return str(missing)
         return None
     module = _PYTHON_MODULES[kind]
     # The client script runs under this same interpreter, so importable here means importable there.
@@ -352,8 +376,8 @@ def start_client(
 
     ``software_name``/``software_version`` are only settable for kcat (librdkafka's client.software.*); the
     other clients always send their own identity (or none). ``properties`` are extra client settings in the
-    client's own names (security.protocol, ssl.ca.location... for kcat and confluent-kafka; security_protocol,
-    ssl_cafile... for kafka-python), e.g. for TLS and SASL listeners.
+    client's own names (security.protocol, ssl.*, sasl.* for kcat, confluent-kafka and the Java client;
+    security_protocol, ssl_cafile... for kafka-python), e.g. for TLS and SASL listeners.
     """
     kind = ClientKind(kind)
     reason = missing_reason(kind)
@@ -362,7 +386,9 @@ def start_client(
     if kind is not ClientKind.KCAT and (software_name is not None or software_version is not None):
         raise ValueError(f"software_name/software_version can only be chosen for kcat, not {kind.value}")
     if properties and kind in (ClientKind.AIOKAFKA, ClientKind.KAFKAJS):
-        raise ValueError(f"properties can be given to kcat, confluent-kafka and kafka-python, not {kind.value}")
+        raise ValueError(
+            f"properties can be given to kcat, confluent-kafka, kafka-python and the Java client, not {kind.value}"
+        )
     extra = [f"{key}={value}" for key, value in (properties or {}).items()]
     expected = expected_identity(kind, software_name, software_version)
 
@@ -378,6 +404,16 @@ def start_client(
         for setting in extra:
             argv += ["-X", setting]
         return RealClient(kind, argv, expected, ready_on_stderr=_KCAT_READY_MARKER)
+
+    if kind in JAVA_RELEASES:
+        classpath = kafka_clients_classpath(JAVA_RELEASES[kind])
+        argv = ["java", *JAVA_CLIENT_OPTIONS, "-cp", classpath, str(JAVA_CLIENT_SOURCE), "both", bootstrap]
+        argv += ["--timeout", str(bootstrap_timeout)]
+        if client_id is not None:
+            argv += ["--client-id", client_id]
+        for key, value in (properties or {}).items():
+            argv += ["--property", f"{key}={value}"]
+        return RealClient(kind, argv, expected)
 
     if kind is ClientKind.KAFKAJS:
         argv = ["node", str(NODE_CLIENT_SCRIPT), bootstrap, client_id or "", str(bootstrap_timeout)]

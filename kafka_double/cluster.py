@@ -79,7 +79,10 @@ class DoubleCluster:
         if len({b.id for b in brokers}) != len(brokers):
             raise ValueError("broker ids must be unique")
         for b in brokers:
-            get_release(b.release)  # fail early with the list of known releases
+            try:  # fail early with the list of known releases, or the modes the release has
+                get_release(b.release, b.metadata_mode)
+            except ValueError as exc:
+                raise ValueError(f"broker {b.id}: {exc}") from None
         self.host = host
         self.cluster_id = cluster_id
         self.request_log_dir = Path(request_log_dir) if request_log_dir is not None else None
@@ -110,7 +113,7 @@ class DoubleCluster:
                 raise RuntimeError("DoubleCluster already started")
             self._started = True
             for spec in self._specs:
-                self._handles[spec.id] = BrokerHandle(self, spec, get_release(spec.release))
+                self._handles[spec.id] = BrokerHandle(self, spec, get_release(spec.release, spec.metadata_mode))
             # Resolve ports before anything listens, so Metadata is stable; allocated together so that
             # 50 brokers never draw the same released port twice.
             per_endpoint = 1 if self._metrics_endpoint is not None else 0

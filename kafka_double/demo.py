@@ -36,8 +36,14 @@ PLAINTEXT_CLIENTS: list[ClientKind | tuple[ClientKind, str, str]] = [
     ClientKind.CONFLUENT,
     ClientKind.KAFKA_PYTHON,
     ClientKind.AIOKAFKA,
+    ClientKind.JAVA,
 ]
-INTERNAL_CLIENTS = [(ClientKind.KCAT, "inventory-sync", "3.2.0"), ClientKind.KAFKAJS, ClientKind.CONFLUENT]
+INTERNAL_CLIENTS = [
+    (ClientKind.KCAT, "inventory-sync", "3.2.0"),
+    ClientKind.KAFKAJS,
+    ClientKind.CONFLUENT,
+    ClientKind.JAVA_3_9,
+]
 
 
 def _installed(specs: list) -> list:

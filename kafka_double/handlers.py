@@ -14,7 +14,7 @@ from kafka.protocol.api_message import ApiMessage
 from .config_handlers import describe_configs, list_config_resources
 from .handler_context import HandlerContext
 from .registry import EMPTY_CLIENT, ClientInformation
-from .releases import Release
+from .releases import ZOOKEEPER, Release
 from .wire import API_VERSIONS, REQUEST_CLASSES, ProtocolError, RequestFrame, response_class
 
 # docs/kafka-facts/protocol.md#software-name-pattern: ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN, full match.
@@ -28,6 +28,7 @@ COORDINATOR_NOT_AVAILABLE = 15
 UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
 FINALIZED_FEATURES_EPOCH = 42  # any epoch >= 0 marks FinalizedFeatures valid (ApiVersionsResponse spec)
+ZK_FEATURE_ZNODE_VERSION = 0  # the /feature znode's version right after the controller creates it
 
 
 @dataclass
@@ -87,9 +88,14 @@ def api_versions(ctx: HandlerContext, req: RequestFrame, decode: Callable[[], Ap
 
 
 def _feature_fields(release: Release, version: int, resp_cls: type[ApiMessage]) -> dict[str, object]:
+    if release.metadata_mode == ZOOKEEPER:
+        # A ZooKeeper-mode broker supports and finalizes no feature, but its FinalizedFeatureCache holds the
+        # /feature znode the controller created (version 0 in a fresh cluster): 2.8.0 ApiVersionManager.scala:80-90
+        # sends that epoch, 3.9 ZkMetadataCache.features() likewise (ZkMetadataCache.scala:620-626).
+        return {"finalized_features_epoch": ZK_FEATURE_ZNODE_VERSION}
     feats = release.features()
     if not feats:
-        return {}  # 2.7-3.2 ZooKeeper brokers: tagged fields stay at their defaults (not written)
+        return {}  # 2.8-3.2 KRaft brokers: no feature defined yet; tagged fields stay at their defaults
     supported = feats
     if version < 4 and release.key >= (3, 9, 0):
         # KAFKA-17492 (docs/kafka-facts/protocol.md#feature-fields-kip-584): v<4 requests get no feature whose

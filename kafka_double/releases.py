@@ -2,7 +2,9 @@
 (``exporter.kafka_releases.table``, docs/kafka-facts/releases.md#the-release-table).
 
 The CSV lists what each release's *specs* define; a broker advertises less. The rules applied here
-are those of docs/kafka-facts/releases.md#specs-versus-advertisement.
+are those of docs/kafka-facts/releases.md#specs-versus-advertisement, per metadata mode: a 2.8-3.9 broker is either a
+ZooKeeper-mode or a KRaft broker, never the union (docs/kafka-facts/protocol.md#zookeeper-mode-and-kraft-brokers).
+tests/double/test_api_versions_oracle.py checks the result against Kafka's own kafka-clients 4.3.0 and 3.9.0.
 """
 
 from __future__ import annotations
@@ -15,10 +17,37 @@ from exporter.kafka_releases.table import ApiRange, known_releases
 
 from .sasl_server import NonceCheck
 
-__all__ = ["AdvertisedApi", "Feature", "Release", "get_release", "known_releases"]
+__all__ = [
+    "KRAFT",
+    "METADATA_MODES",
+    "ZOOKEEPER",
+    "AdvertisedApi",
+    "Feature",
+    "Release",
+    "check_metadata_mode",
+    "default_metadata_mode",
+    "get_release",
+    "known_releases",
+]
 
 _PRODUCE = 0
 _API_VERSIONS = 18
+
+# How a broker keeps its metadata: a ZooKeeper-mode broker (KafkaServer) or a KRaft broker (BrokerServer).
+ZOOKEEPER = "zookeeper"
+KRAFT = "kraft"
+METADATA_MODES = (ZOOKEEPER, KRAFT)
+# Each message spec's "listeners" field (clients/src/main/resources/common/message/*.json, 2.8.0+) names the
+# listener types that serve it; ApiKeys.apisForListener(ListenerType) collects them, and the broker's
+# DefaultApiVersionManager advertises exactly that set (3.9 core/src/main/scala/kafka/server/ApiVersionManager.scala:
+# enabledApis = ApiKeys.apisForListener(listenerType); ApiVersionsResponse.filterApis). A ZooKeeper-mode broker's
+# client listeners are ListenerType.ZK_BROKER ("zkBroker"), a KRaft broker's ListenerType.BROKER ("broker").
+_LISTENER_TYPE = {ZOOKEEPER: "zkBroker", KRAFT: "broker"}
+# KRaft brokers first shipped in 2.8.0 (KIP-500 early access); ZooKeeper mode was removed in 4.0.0 (KIP-833).
+_FIRST_KRAFT = (2, 8, 0)
+_LAST_ZOOKEEPER_BEFORE = (4, 0, 0)
+# KRaft was declared production-ready in 3.3.0 (KIP-833); before that, clusters ran in ZooKeeper mode.
+_KRAFT_PRODUCTION_READY = (3, 3, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +79,7 @@ class Feature:
 class Release:
     version: str
     apis: dict[int, AdvertisedApi] = field(repr=False)
+    metadata_mode: str = KRAFT  # ZOOKEEPER or KRAFT
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -105,6 +135,12 @@ class Release:
         return rng is not None and version in rng.deprecated
 
     def features(self) -> list[Feature]:
+        if self.metadata_mode == ZOOKEEPER:
+            # A ZooKeeper-mode broker supports no features: KafkaServer's brokerFeatures is
+            # BrokerFeatures.createEmpty() (3.9 core/src/main/scala/kafka/server/KafkaServer.scala:186; 2.8-3.2
+            # createDefault() is empty too), and the controller finalizes its (empty) default features in the
+            # /feature znode (3.9 core/src/main/scala/kafka/controller/KafkaController.scala:430-437).
+            return []
         return _features_for(self.key)
 
 
@@ -128,7 +164,7 @@ _METADATA_VERSION_MAX: list[tuple[tuple[int, int], int]] = [
 def _features_for(key: tuple[int, int, int]) -> list[Feature]:
     major_minor = key[:2]
     if major_minor < (3, 3):
-        # 2.7-3.2: KIP-584 fields exist but ZooKeeper-mode brokers support no features by default.
+        # KRaft 2.8-3.2: KIP-584 fields exist but no feature is defined before metadata.version (KIP-778, 3.3).
         return []
     level = max(lvl for mm, lvl in _METADATA_VERSION_MAX if mm <= major_minor)
     feats = [Feature("metadata.version", 1, level, level)]
@@ -142,9 +178,31 @@ def _features_for(key: tuple[int, int, int]) -> list[Feature]:
     return feats
 
 
-def _advertised(row: table.SpecRow) -> AdvertisedApi | None:
-    if not row.served_by_brokers or row.api_key in table.TELEMETRY_KEYS:
-        return None  # removed, disabled, controller-only, or telemetry without a receiver
+def default_metadata_mode(release: str) -> str:
+    """The mode a broker of ``release`` runs in when none is chosen: ZooKeeper before 3.3.0 (KRaft was early access
+    or preview), KRaft from 3.3.0 (production-ready, and the only mode with KIP-714 client metrics)."""
+    return KRAFT if table.release_key(release) >= _KRAFT_PRODUCTION_READY else ZOOKEEPER
+
+
+def check_metadata_mode(release: str, metadata_mode: str) -> None:
+    """A clear error for a mode no broker of ``release`` can run in."""
+    if metadata_mode not in METADATA_MODES:
+        raise ValueError(f"metadata_mode {metadata_mode!r} is not one of {', '.join(METADATA_MODES)}")
+    key = table.release_key(release)
+    if metadata_mode == KRAFT and key < _FIRST_KRAFT:
+        raise ValueError(f"Kafka {release} has no KRaft mode (KRaft brokers arrived in 2.8.0): use zookeeper")
+    if metadata_mode == ZOOKEEPER and key >= _LAST_ZOOKEEPER_BEFORE:
+        raise ValueError(f"Kafka {release} has no ZooKeeper mode (removed in 4.0.0, KIP-833): use kraft")
+
+
+def _in_scope(row: table.SpecRow, metadata_mode: str) -> bool:
+    # Pre-2.8 specs carry no "listeners" field: every API is served (and every broker is a ZooKeeper one).
+    return not row.listeners or _LISTENER_TYPE[metadata_mode] in row.listeners
+
+
+def _advertised(row: table.SpecRow, metadata_mode: str) -> AdvertisedApi | None:
+    if row.removed or row.disabled or not _in_scope(row, metadata_mode) or row.api_key in table.TELEMETRY_KEYS:
+        return None  # removed, disabled, not served by this mode's broker listener, or telemetry without a receiver
     spec = row.spec_range()
     lo, hi = spec.min_version, spec.max_version
     if row.latest_version_unstable:
@@ -166,7 +224,11 @@ def _advertised(row: table.SpecRow) -> AdvertisedApi | None:
 
 
 @functools.cache
-def get_release(release: str) -> Release:
-    """What an emulated ``release`` advertises; raises UnknownReleaseError (a ValueError) naming the known ones."""
-    apis = {row.api_key: api for row in table.release_rows(release) if (api := _advertised(row)) is not None}
-    return Release(version=release, apis=apis)
+def get_release(release: str, metadata_mode: str | None = None) -> Release:
+    """What an emulated ``release`` advertises in ``metadata_mode`` (None: :func:`default_metadata_mode`); raises
+    UnknownReleaseError (a ValueError) naming the known releases, or a ValueError for a mode the release lacks."""
+    rows = table.release_rows(release)
+    mode = default_metadata_mode(release) if metadata_mode is None else metadata_mode
+    check_metadata_mode(release, mode)
+    apis = {row.api_key: api for row in rows if (api := _advertised(row, mode)) is not None}
+    return Release(version=release, apis=apis, metadata_mode=mode)

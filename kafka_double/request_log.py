@@ -211,10 +211,15 @@ def text_message(rel: Release, c: CompletedRequest) -> str:
     return line
 
 
+def log4j_timestamp(wall_time: float | None = None) -> str:
+    """``%d`` of Kafka's log4j layout ``[%d] %p %m (%c)%n``: local time, ``yyyy-MM-dd HH:mm:ss,SSS``."""
+    now = time.time() if wall_time is None else wall_time
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
+
+
 def format_line(rel: Release, c: CompletedRequest, wall_time: float | None = None) -> str:
     """Full log4j line: ``[yyyy-MM-dd HH:mm:ss,SSS] DEBUG <message> (kafka.request.logger)``."""
-    now = time.time() if wall_time is None else wall_time
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
+    stamp = log4j_timestamp(wall_time)
     message = json_message(rel, c) if rel.json_request_log else text_message(rel, c)
     return f"[{stamp}] DEBUG {message} (kafka.request.logger)"
 

@@ -281,7 +281,10 @@ class BrokerServer:
             decision = api_versions(ctx, req, lambda: decode_body(req))
             if decision.register is not None:
                 channel.register_client_information(decision.register)
-            return _Dispatched(decision.request_body, decision.response, rng.name)
+            # Before authentication a SASL listener's ApiVersions is answered by SaslServerAuthenticator, which
+            # registers the client but never reaches the request channel: no request-log line, no request metrics.
+            in_authenticator = sasl is not None and not sasl.authenticated
+            return _Dispatched(decision.request_body, decision.response, rng.name, logged=not in_authenticator)
         if sasl is not None and not sasl.authenticated:
             return self._authenticate(ctx, sasl, req)
         if rng is None:

@@ -11,11 +11,13 @@ from pathlib import Path
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from exporter.kafka_releases import table
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgrade_target
 from exporter.policy import Policy, load_policy
 from exporter.request_logs import output, parse, report, server_log, tables, upgrade
+from exporter.request_logs.local_rows import local_table
 from exporter.request_logs.progress import ProgressLogger
 
 log = logging.getLogger("exporter.request_logs")
@@ -71,8 +73,11 @@ class InventoryTables:
         self.groups.unpersist()
 
 
+_API_NAMES_SCHEMA = T.StructType([T.StructField("api_key", T.IntegerType()), T.StructField("api_name", T.StringType())])
+
+
 def _api_names(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame(sorted(table.api_names().items()), "api_key int, api_name string")
+    return local_table(spark, sorted(table.api_names().items()), _API_NAMES_SCHEMA)
 
 
 def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str, policy: Policy) -> InventoryTables:

@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 
 from exporter.kafka_releases.upgrade_target import UpgradeTarget
 from exporter.policy import Policy
+from exporter.request_logs.local_rows import local_table
 from exporter.request_logs.tables import CLIENT_KEY
 
 KIND_API = "api_version"
@@ -56,7 +57,7 @@ _VIOLATION_SCHEMA = T.StructType(
 
 def api_impact(spark: SparkSession, api_usage: DataFrame, target: UpgradeTarget) -> DataFrame:
     served = [(r.api_key, r.name, r.min_version) for r in target.served.values()]
-    table = spark.createDataFrame(served, _RANGE_SCHEMA)
+    table = local_table(spark, served, _RANGE_SCHEMA)
     # UpgradeTarget.blocks as a join: no served range (left join misses) or a version below its minimum.
     removed_api = F.col("min_version_required").isNull()
     blocked = (
@@ -104,7 +105,7 @@ def policy_impact(spark: SparkSession, clients: DataFrame, usage: DataFrame, pol
         violation = policy.evaluate(row.software_name, row.software_version)
         if violation is not None:
             violations.append((row.software_name, row.software_version, violation.reason, violation.detail))
-    table = spark.createDataFrame(violations, _VIOLATION_SCHEMA)
+    table = local_table(spark, violations, _VIOLATION_SCHEMA)
     no_api = {
         "kind": F.lit(KIND_POLICY),
         "api_key": F.lit(None).cast(T.IntegerType()),

@@ -12,6 +12,11 @@ log is gzipped under an hourly roll-over name.
 double's own request-log writer (kafka_double.request_log.format_line) from kafka-python JoinGroup/SyncGroup
 messages for a Java consumer group and a Connect group, without a connection behind them. Every line there
 is synthetic; every line under ``double/`` was produced by a real request.
+
+``../request-logs-info-only/``: what broker 2 writes with ``kafka.request.logger`` at INFO once it runs 3.9.1, the
+first 3.9 release with KAFKA-18272 (backport 22a9127fe1): only the requests in a deprecated version, each at INFO.
+The backport changed only that choice (RequestChannel.isRequestLoggingEnabled and the level of the line), so these
+are broker 2's own lines marked ``requestApiVersionDeprecated`` (RequestConvertToJson), with the level INFO.
 """
 
 from __future__ import annotations
@@ -180,11 +185,31 @@ def _synthetic_groups(target: Path) -> None:
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+DEPRECATED_MARK = '"requestApiVersionDeprecated":true'
+INFO_ONLY = HERE.parent / "request-logs-info-only"
+
+
+def _info_only(double: Path, target: Path) -> None:
+    """Broker 2's log as a 3.9.1 broker writes it at INFO: its deprecated-version lines, at level INFO."""
+    source = double / "broker-2" / "kafka-request.log"
+    lines = [
+        line.replace("] DEBUG Completed request:", "] INFO Completed request:", 1)
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if DEPRECATED_MARK in line
+    ]
+    if not lines:
+        raise SystemExit(f"generate: {source} has no deprecated-version line to keep")
+    out = target / "broker-2" / "kafka-request.log"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def main() -> int:
-    for name in ("double", "synthetic"):
-        shutil.rmtree(HERE / name, ignore_errors=True)
+    for directory in (HERE / "double", HERE / "synthetic", INFO_ONLY):
+        shutil.rmtree(directory, ignore_errors=True)
     _real_logs(HERE / "double")
     _synthetic_groups(HERE / "synthetic")
+    _info_only(HERE / "double", INFO_ONLY)
     total = sum(p.stat().st_size for p in HERE.rglob("kafka-request.log*"))
     print(f"samples written under {HERE} ({total:,} bytes)")
     return 0

@@ -70,6 +70,8 @@ def test_expected_identities_come_from_installed_versions() -> None:
         assert ident.software_version.startswith(importlib.metadata.version("confluent-kafka") + "-rdkafka-")
     if missing_reason(ClientKind.KCAT) is None:
         assert expected_identity(ClientKind.KCAT) == ExpectedIdentity("librdkafka", kcat_librdkafka_version())
+    assert expected_identity(ClientKind.JAVA) == ExpectedIdentity("apache-kafka-java", "4.3.0")
+    assert expected_identity(ClientKind.JAVA_3_9) == ExpectedIdentity("apache-kafka-java", "3.9.0")
 
 
 def test_software_identity_only_for_kcat() -> None:
@@ -297,6 +299,8 @@ E2E_CASES: list[tuple[ClientKind, dict[str, str]]] = [
     (ClientKind.KAFKA_PYTHON, {}),
     (ClientKind.AIOKAFKA, {}),
     (ClientKind.KAFKAJS, {}),
+    (ClientKind.JAVA, {}),
+    (ClientKind.JAVA_3_9, {}),
 ]
 
 
@@ -340,3 +344,17 @@ def test_client_mix_all_kinds_ready_counted_and_closed(cluster: Any) -> None:
         _wait_for(cluster, lambda c: all(c[ident] >= n for ident, n in expected.items()))
     assert all(client.returncode == 0 for client in mix), [(c.kind, c.stderr_tail()) for c in mix]
     _wait_for(cluster, lambda c: sum(c.values()) == 0)
+
+
+@pytest.mark.slow
+def test_java_client_that_cannot_bootstrap_says_why(silent_port: int) -> None:
+    require(ClientKind.JAVA)
+    with pytest.raises(ValueError, match="not aiokafka"):
+        start_client(ClientKind.AIOKAFKA, f"127.0.0.1:{silent_port}", properties={"security_protocol": "SSL"})
+    with (
+        start_client(ClientKind.JAVA, f"127.0.0.1:{silent_port}", bootstrap_timeout=1.0) as client,
+        pytest.raises(ClientError, match="exited with code 1") as failure,
+    ):
+        client.wait_ready(timeout=30)
+    assert f"bootstrap against 127.0.0.1:{silent_port} failed" in str(failure.value)
+    assert "TimeoutException" in str(failure.value)

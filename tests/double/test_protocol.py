@@ -16,6 +16,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, Met
 from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
+from tests.support import request_log_fixtures as fx
 
 # docs/kafka-facts/protocol.md#example-frames: ApiVersions v3, client "probe", kafka-client-exporter 0.1.0, corr. id 1.
 HEX_FRAME = "0000002d0012000300000001000570726f626500166b61666b612d636c69656e742d6578706f7274657206302e312e3000"
@@ -168,8 +169,12 @@ def test_round_robin_over_processors(make_cluster) -> None:
 
 
 def _log_lines(path: Path) -> list[dict]:
+    return _log_lines_of(path.read_text().splitlines())
+
+
+def _log_lines_of(lines: list[str]) -> list[dict]:
     out = []
-    for line in path.read_text().splitlines():
+    for line in lines:
         assert line.startswith("[") and line.endswith(" (kafka.request.logger)")
         assert " DEBUG Completed request:" in line
         out.append(json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]))
@@ -235,3 +240,31 @@ def test_deprecated_request_marks_meter_on_3_8(make_cluster) -> None:
     meters = [(n, attribute, value) for n, attribute, value in host.dump(1) if "DeprecatedRequestsPerSec" in n]
     assert meters == [(name, "Count", 2)]
     conn.close()
+
+
+def test_rejected_api_versions_lines_match_the_inventory_fixture(make_cluster, tmp_path: Path) -> None:
+    """The double's log lines for INVALID_REQUEST (42) and UNSUPPORTED_VERSION (35) carry the bodies the request-log
+    fixture uses (docs/kafka-facts/request-log.md#rejected-apiversions-lines), so the Spark job is tested on both."""
+    c, _ = make_cluster("3.9.0")
+    bad = ApiVersionsRequest(version=3, client_software_name="-bad-", client_software_version="1")
+    with Conn(port(c)) as conn:
+        conn.request(bad, correlation_id=3, client_id="rejected")
+    with Conn(port(c)) as conn:
+        # ApiVersions v5 (above 3.9's v4): header v2, then a body the broker never parses.
+        body = struct.pack(">hhih", 18, 5, 3, 7) + b"too-new\x00" + b"\x05java\x044.4\x00"
+        conn.send(struct.pack(">i", len(body)) + body)
+        conn.recv_frame()
+    log = tmp_path / "logs" / "broker-1" / "kafka-request.log"
+    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
+    got = {line["requestHeader"]["clientId"]: line for line in _log_lines(log)}
+    fixture = {
+        line["requestHeader"]["clientId"]: line
+        for line in _log_lines_of(fx.JSON_LINES)
+        if line["requestHeader"].get("clientId") in ("rejected", "too-new")
+    }
+    for client in ("rejected", "too-new"):
+        for key in ("request", "response"):
+            assert got[client][key] == fixture[client][key], (client, key)
+        assert (
+            got[client]["requestHeader"]["requestApiVersion"] == fixture[client]["requestHeader"]["requestApiVersion"]
+        )

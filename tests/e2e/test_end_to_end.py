@@ -113,6 +113,29 @@ def test_old_apiversions_clients_appear_as_unknown(cluster: DoubleCluster, kind:
     assert all(key[3] == "unknown" for key in unknown)
 
 
+def test_kafkas_own_java_clients_appear_at_their_release(cluster: DoubleCluster) -> None:
+    """Kafka's Java Admin + Producer from kafka-clients 4.3.0 and 3.9.0, each in its own JVM, on both listeners."""
+    settings = settings_for(cluster, [1, 2])
+    with (
+        start_client(ClientKind.JAVA, cluster.bootstrap("PLAINTEXT"), client_id="java-43") as java_43,
+        start_client(ClientKind.JAVA_3_9, cluster.bootstrap("INTERNAL"), client_id="java-39") as java_39,
+    ):
+        java_43.wait_ready()
+        java_39.wait_ready()
+        cluster.sync()
+        _, series = collect(settings)
+        seen = client_series(series, client_software_name="apache-kafka-java")
+        assert {(listener, version) for (_, listener, _, version) in seen} == {
+            ("PLAINTEXT", "4.3.0"),
+            ("INTERNAL", "3.9.0"),
+        }
+        # Admin and Producer each keep a bootstrap and a node connection: more than one per client.
+        assert sum(seen.values()) >= 4
+    cluster.sync()
+    _, series = collect(settings)
+    assert client_series(series, client_software_name="apache-kafka-java") == {}
+
+
 def test_listeners_and_processors_are_summed(cluster: DoubleCluster) -> None:
     settings = settings_for(cluster, [1, 2])
     per_processor = settings_for(cluster, [1, 2], network_processor_label=True)

@@ -78,6 +78,7 @@ C_ONLY_API_VERSIONS = "10.20.1.11:9092-10.20.4.60:41000-9"
 C_TEXT_RDKAFKA = "10.20.1.12:9092-10.20.5.81:38114-2207"
 C_TEXT_LEGACY = "10.20.1.11:9092-10.20.7.9:41822-35"
 C_NULLS = "10.20.1.13:9092-10.20.8.1:40000-1"
+C_TRUNK = "10.20.1.13:9092-10.20.8.2:40100-0-3"  # a 4.x connection id (processor 0, index 3)
 C_GROUP = "10.20.1.12:9093-10.20.9.9:50000-4"
 SSL_DN = "User:CN=etl.example.com,OU=Data Platform,O=Example\\, Inc.,C=US"
 
@@ -110,7 +111,9 @@ JSON_LINES = [
         C_ONLY_API_VERSIONS,
         request='{"clientSoftwareName":"librdkafka","clientSoftwareVersion":"2.3.0"}',
     ),
-    # A rejected ApiVersions (INVALID_REQUEST): its body names nothing the broker registered.
+    # A rejected ApiVersions: INVALID_REQUEST (42), the software name fails Kafka's pattern. KafkaApis answers
+    # getErrorResponse in the request's version: no ApiKeys, ThrottleTimeMs from v1 (4.3 KafkaApis.scala:1529-1530,
+    # ApiVersionsRequest.java:111-117); the body names nothing the broker registered.
     json_line(
         18,
         "API_VERSIONS",
@@ -118,7 +121,19 @@ JSON_LINES = [
         "rejected",
         "10.20.1.11:9092-10.20.4.61:41001-10",
         request='{"clientSoftwareName":"-bad-","clientSoftwareVersion":"1"}',
-        response='{"errorCode":35}',
+        response='{"errorCode":42,"apiKeys":[],"throttleTimeMs":0}',
+    ),
+    # A version the 3.x broker does not know (v5 > its max 4): UNSUPPORTED_VERSION (35). The body is not parsed
+    # but handled as an empty v0 request, and the v0 response carries only ApiVersions' own range (4.3
+    # RequestContext.java:112-116 and :158-163, ApiVersionsRequest.java:119-123); the header keeps version 5.
+    json_line(
+        18,
+        "API_VERSIONS",
+        5,
+        "too-new",
+        "10.20.1.11:9092-10.20.4.62:41002-11",
+        request="{}",
+        response='{"errorCode":35,"apiKeys":[{"apiKey":18,"minVersion":0,"maxVersion":4}]}',
     ),
     # 4.x SASL_SSL over IPv6 with an SSL distinguished-name principal.
     json_line(
@@ -137,6 +152,13 @@ JSON_LINES = [
     json_line(3, "METADATA", 12, None, C_NULLS, ("librdkafka", "2.3.0")),
     json_line(3, "METADATA", 12, KeyError, C_NULLS, ("librdkafka", "2.3.0")),
     json_line(3, "METADATA", 12, "", C_NULLS, ("librdkafka", "2.3.0"), request='""', response='""'),
+    # The next release (trunk, 4.4) writes a body it did not capture as JSON null, not "" (apache/kafka PR #22295,
+    # 9505119f2f: RequestConvertToJson.requestDesc/requestDescMetrics use NullNode); on an ApiVersions line the
+    # software then comes from the line's clientInformation alone.
+    json_line(3, "METADATA", 13, "trunk-app", C_TRUNK, ("apache-kafka-java", "4.4.0"), request="null", response="null"),
+    json_line(
+        18, "API_VERSIONS", 4, "trunk-app", C_TRUNK, ("apache-kafka-java", "4.4.0"), request="null", response="null"
+    ),
     # KIP-559 on JSON: JoinGroup v9 then SyncGroup v5.
     json_line(
         11,

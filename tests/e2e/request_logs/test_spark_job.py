@@ -46,6 +46,10 @@ def test_clients_equal_the_reference_parser(built: InventoryTables, fixture_dir:
     expected = sorted(reference_parser.run([str(fixture_dir)]).clients, key=repr)
     assert spark_clients(built) == expected
     assert any(c.software_name == "apache-kafka-java" and c.client_id == "producer-1" for c in expected)
+    # The next release's null bodies (fixture C_TRUNK) are read, not counted as malformed.
+    assert [(c.software_name, c.software_version, c.requests) for c in expected if c.client_id == "trunk-app"] == [
+        ("apache-kafka-java", "4.4.0", 2)
+    ]
 
 
 def test_malformed_counts_and_bounded_samples(built: InventoryTables, fixture_dir: Path) -> None:
@@ -175,6 +179,9 @@ def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
             "spark.ui.enabled=false",
             "--conf",
             "spark.sql.shuffle.partitions=2",
+            # No Python workers: a job that tried to start one would fail on this module, which does not exist.
+            "--conf",
+            "spark.python.daemon.module=kce_the_inventory_job_starts_no_python_workers",
         ],
         capture_output=True,
         text=True,
@@ -235,3 +242,26 @@ def test_rejections_from_server_log_joined_to_the_request_log(spark, tmp_path: P
     assert by_connection[sl.R_ROLLED]["broker_file"].endswith("server.log.2026-03-20-09.gz")
     unknown = by_connection[sl.R_UNKNOWN]
     assert (unknown["matched_by"], unknown["client_id"], unknown["listener"]) == (None, None, None)
+
+
+def test_info_only_logs_still_name_the_blockers(spark) -> None:
+    """A 3.9.1 broker at INFO logs only deprecated versions: the clients table is just their users, and
+    upgrade_impact finds the same 4.0 blocker as in the full DEBUG log of that broker."""
+    info_dir = REPO / "samples" / "request-logs-info-only"
+    logged = (info_dir / "broker-2" / "kafka-request.log").read_text(encoding="utf-8").splitlines()
+    assert {line.split("] ", 1)[1].split(" ", 1)[0] for line in logged} == {"INFO"}
+    info_only = build_tables(spark, [str(info_dir)], "4.0.0", load_policy(None))
+    full = build_tables(
+        spark, [str(REPO / "samples" / "request-logs" / "double" / "broker-2")], "4.0.0", load_policy(None)
+    )
+    try:
+        assert [(r.client_id, r.requests) for r in info_only.clients.collect()] == [("legacy-billing", 2)]
+
+        def blockers(tables: InventoryTables) -> list[tuple]:
+            rows = tables.upgrade_impact.where("kind = 'api_version'").collect()
+            return sorted((r.client_id, r.api_name, r.versions_used, r.min_version_required) for r in rows)
+
+        assert blockers(info_only) == blockers(full) == [("legacy-billing", "Produce", "2", 3)]
+    finally:
+        info_only.unpersist()
+        full.unpersist()

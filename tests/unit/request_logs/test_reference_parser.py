@@ -25,7 +25,8 @@ def test_api_versions_line_takes_the_software_from_its_body(result) -> None:
     producer = clients[("producer-1", "PLAINTEXT")]
     assert (producer.software_name, producer.software_version, producer.requests) == ("apache-kafka-java", "3.7.0", 2)
     assert clients[("lonely", "PLAINTEXT")].software_name == "librdkafka"  # only its ApiVersions line was seen
-    assert clients[("rejected", "PLAINTEXT")].software_name == "unknown"  # the broker rejected that body
+    assert clients[("rejected", "PLAINTEXT")].software_name == "unknown"  # the broker rejected that body (42)
+    assert clients[("too-new", "PLAINTEXT")].software_name == "unknown"  # unsupported version (35): body unread
     rdkafka = clients[("rdkafka", "PLAINTEXT")]  # the same caveat in the 2.x text form
     assert (rdkafka.software_name, rdkafka.software_version, rdkafka.requests) == ("librdkafka", "1.9.2", 2)
 
