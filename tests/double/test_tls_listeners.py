@@ -4,6 +4,7 @@ clients (kcat, kafka-python) connecting over TLS."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import socket
@@ -315,3 +316,50 @@ def test_kcats_scram_passes_a_3_9_broker_and_fails_a_4_x_one_as_kafka_does(
     refused = kcat_metadata(double.bootstrap("SASL_SSL"), properties)
     assert refused.returncode != 0
     assert "SASL authentication error: Authentication failed: Invalid nonce" in refused.stderr
+
+
+@pytest.mark.slow
+def test_the_java_client_over_ssl_mtls_and_sasl_ssl(double: DoubleCluster, material: BrokerTlsMaterial) -> None:
+    """Kafka's own client (kafka-clients 4.3.0, JSSE) handshakes with the double's listeners: PEM trust and key
+    stores, mutual TLS with the certificate's DN as principal, SCRAM-SHA-512 over TLS."""
+    skip_if_missing(ClientKind.JAVA)
+    # Kafka's PEM key store reads an unencrypted PKCS#8 key and its chain from one file.
+    key_store = material.directory / "client-keystore.pem"
+    key_store.write_bytes(material.client.key.read_bytes() + material.client.cert.read_bytes())
+    trust = {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(material.ca_file)}
+    scram = (
+        f'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" '
+        f'password="{SASL_USERS["alice"]}";'
+    )
+    settings = {
+        "SSL": {"security.protocol": "SSL", **trust},
+        "MTLS": {
+            "security.protocol": "SSL",
+            **trust,
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(key_store),
+        },
+        "SASL_SSL": {
+            "security.protocol": "SASL_SSL",
+            **trust,
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": scram,
+        },
+    }
+    clients = [
+        start_client(ClientKind.JAVA, double.bootstrap(name), properties=props) for name, props in settings.items()
+    ]
+    try:
+        for client in clients:  # the three JVMs start in parallel
+            client.wait_ready(timeout=60)
+        for listener in settings:
+            java_registered = functools.partial(registered, double, listener, ClientKind.JAVA)
+            wait_for(java_registered, what=f"Java client on {listener}")
+            assert {protocol for _cipher, protocol in live_cipher(double, listener)} == {"TLSv1.3"}, listener
+    finally:
+        for client in clients:
+            client.close()
+    mtls = [
+        line for line in log_lines(double, "MTLS") if line["clientInformation"]["softwareName"] == "apache-kafka-java"
+    ]
+    assert mtls and {line["principal"] for line in mtls} == {material.client_identity.principal}

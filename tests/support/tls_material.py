@@ -90,10 +90,12 @@ class BrokerTlsMaterial:
             not_before=now - datetime.timedelta(days=30),
             not_after=now - datetime.timedelta(days=1),
         )
+        # A SAN too: with none, trustme writes an empty SubjectAlternativeName, which Java refuses to parse.
         self.client = write_leaf(
             ca,
             directory,
             "client",
+            f"{client.common_name}.example",
             common_name=client.common_name,
             organization_name=client.organization_name,
             organization_unit_name=client.organization_unit_name,
