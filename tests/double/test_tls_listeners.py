@@ -19,7 +19,7 @@ from cryptography.x509.oid import NameOID
 from kafka.protocol.metadata import ApiVersionsRequest
 
 from kafka_double import BrokerSpec, DoubleCluster, ListenerSpec
-from kafka_double.clients import ClientKind, expected_identity, missing_reason, start_client
+from kafka_double.clients import ClientError, ClientKind, expected_identity, missing_reason, start_client
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.registry import SOCKET_SERVER
 from kafka_double.specs import ListenerTls
@@ -349,8 +349,12 @@ def test_the_java_client_over_ssl_mtls_and_sasl_ssl(double: DoubleCluster, mater
     clients = [
         start_client(ClientKind.JAVA, double.bootstrap(name), properties=props) for name, props in settings.items()
     ]
+    # Without a key store on the mTLS listener: the alert after the TLS 1.3 handshake, as Kafka's client reports it.
+    refused = start_client(ClientKind.JAVA, double.bootstrap("MTLS"), bootstrap_timeout=5, properties=settings["SSL"])
+    with refused, pytest.raises(ClientError, match="SslAuthenticationException: Failed to process post-handshake"):
+        refused.wait_ready(timeout=60)
     try:
-        for client in clients:  # the three JVMs start in parallel
+        for client in clients:  # the JVMs started in parallel
             client.wait_ready(timeout=60)
         for listener in settings:
             java_registered = functools.partial(registered, double, listener, ClientKind.JAVA)
