@@ -29,7 +29,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -370,22 +370,26 @@ def start_client(
     software_version: str | None = None,
     client_id: str | None = None,
     bootstrap_timeout: float = 20.0,
-    properties: dict[str, str] | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> RealClient:
     """Start one real client against ``bootstrap`` ("host:port,host:port"); call ``wait_ready()`` next.
 
     ``software_name``/``software_version`` are only settable for kcat (librdkafka's client.software.*); the
-    other clients always send their own identity (or none). ``properties`` are client settings for the Java
-    client (security.protocol, ssl.*, sasl.* ...).
+    other clients always send their own identity (or none). ``properties`` are extra client settings in the
+    client's own names (security.protocol, ssl.*, sasl.* for kcat, confluent-kafka and the Java client;
+    security_protocol, ssl_cafile... for kafka-python), e.g. for TLS and SASL listeners.
     """
     kind = ClientKind(kind)
     reason = missing_reason(kind)
     if reason is not None:
         raise ClientError(f"cannot start {kind.value}: {reason}")
-    if properties and kind not in JAVA_RELEASES:
-        raise ValueError(f"properties can only be given to the Java client, not {kind.value}")
     if kind is not ClientKind.KCAT and (software_name is not None or software_version is not None):
         raise ValueError(f"software_name/software_version can only be chosen for kcat, not {kind.value}")
+    if properties and kind in (ClientKind.AIOKAFKA, ClientKind.KAFKAJS):
+        raise ValueError(
+            f"properties can be given to kcat, confluent-kafka, kafka-python and the Java client, not {kind.value}"
+        )
+    extra = [f"{key}={value}" for key, value in (properties or {}).items()]
     expected = expected_identity(kind, software_name, software_version)
 
     if kind is ClientKind.KCAT:
@@ -397,6 +401,8 @@ def start_client(
             argv += ["-X", f"client.software.name={software_name}"]
         if software_version is not None:
             argv += ["-X", f"client.software.version={software_version}"]
+        for setting in extra:
+            argv += ["-X", setting]
         return RealClient(kind, argv, expected, ready_on_stderr=_KCAT_READY_MARKER)
 
     if kind in JAVA_RELEASES:
@@ -418,6 +424,8 @@ def start_client(
     argv += ["--timeout", str(bootstrap_timeout)]
     if client_id is not None:
         argv += ["--client-id", client_id]
+    for setting in extra:
+        argv += ["--config", setting]
     return RealClient(kind, argv, expected)
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from exporter.kafka_releases import table
 from exporter.kafka_releases.table import ApiRange, known_releases
 
+from .sasl_server import NonceCheck
+
 __all__ = [
     "KRAFT",
     "METADATA_MODES",
@@ -102,6 +104,16 @@ class Release:
     def json_request_log(self) -> bool:
         # docs/kafka-facts/request-log.md#json-form: JSON request log from 2.8.0 (KIP-673).
         return self.key >= (2, 8, 0)
+
+    @property
+    def scram_nonce_check(self) -> NonceCheck:
+        # docs/kafka-facts/protocol.md#scram-nonce: unchecked, then a suffix check in 3.7.2, 3.8.1 and 3.9.0, exact
+        # from 4.0.0.
+        if self.key >= (4, 0, 0):
+            return "exact"
+        if self.key >= (3, 8, 1) or (3, 7, 2) <= self.key < (3, 8, 0):
+            return "suffix"
+        return "none"
 
     @property
     def api_versions_max(self) -> int:

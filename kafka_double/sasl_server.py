@@ -1,4 +1,4 @@
-"""Server side of SASL on a SASL_PLAINTEXT listener: PLAIN and SCRAM-SHA-256/512 (RFC 5802), as Kafka's
+"""Server side of SASL on a SASL_PLAINTEXT or SASL_SSL listener: PLAIN and SCRAM-SHA-256/512 (RFC 5802), as Kafka's
 SaslServerAuthenticator runs them over SaslHandshake v1 + SaslAuthenticate.
 
 Kafka answers ApiVersions before authentication (docs/kafka-facts/protocol.md#apiversions-fallback) and closes the
@@ -14,12 +14,18 @@ import hashlib
 import hmac
 import os
 from dataclasses import dataclass, field
+from typing import Literal
 
 PLAIN = "PLAIN"
 SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MECHANISMS = (PLAIN, *SCRAM_HASHES)
 # Kafka's ScramMechanism default and minimum iteration count.
 SCRAM_ITERATIONS = 4096
+
+# How the broker checks the nonce of the SCRAM client-final message (docs/kafka-facts/protocol.md#scram-nonce):
+# not at all, that it ends with the server's nonce (tolerating librdkafka < 2.6.1, which repeats the client
+# nonce), or that it equals it (RFC 5802).
+NonceCheck = Literal["none", "suffix", "exact"]
 
 UNSUPPORTED_SASL_MECHANISM = 33
 SASL_AUTHENTICATION_FAILED = 58
@@ -42,6 +48,7 @@ class _ScramState:
     client_first_bare: str
     server_first: str
     nonce: str
+    nonce_check: NonceCheck
     salted_password: bytes
 
     def _hmac(self, key: bytes, message: bytes) -> bytes:
@@ -49,7 +56,10 @@ class _ScramState:
 
     def finish(self, client_final: str) -> bytes:
         attributes = dict(part.split("=", 1) for part in client_final.split(",") if "=" in part)
-        if attributes.get("r") != self.nonce:
+        sent = attributes.get("r", "")
+        if (self.nonce_check == "exact" and sent != self.nonce) or (
+            self.nonce_check == "suffix" and not sent.endswith(self.nonce)
+        ):
             raise SaslFailure("Authentication failed: Invalid nonce")
         without_proof = client_final.rsplit(",p=", 1)[0]
         auth_message = f"{self.client_first_bare},{self.server_first},{without_proof}".encode()
@@ -78,6 +88,7 @@ class SaslSession:
 
     users: dict[str, str]
     enabled: tuple[str, ...]
+    nonce_check: NonceCheck = "exact"
     mechanism: str | None = None
     principal: str | None = None
     _scram: _ScramState | None = field(default=None, repr=False)
@@ -135,7 +146,9 @@ class SaslSession:
             nonce = client_nonce + base64.b64encode(os.urandom(18)).decode()
             server_first = f"r={nonce},s={base64.b64encode(salt).decode()},i={SCRAM_ITERATIONS}"
             salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, SCRAM_ITERATIONS)
-            self._scram = _ScramState(self.mechanism, hash_name, username, bare, server_first, nonce, salted)
+            self._scram = _ScramState(
+                self.mechanism, hash_name, username, bare, server_first, nonce, self.nonce_check, salted
+            )
             return server_first.encode()
         server_final = self._scram.finish(text)
         self.principal = f"User:{self._scram.username}"

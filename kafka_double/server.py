@@ -13,8 +13,10 @@ import asyncio
 import functools
 import itertools
 import logging
+import ssl
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kafka.protocol.api_message import ApiMessage
 
@@ -26,6 +28,8 @@ from .releases import Release
 from .request_log import CompletedRequest, RequestLog
 from .sasl_server import SASL_AUTHENTICATION_FAILED, SaslFailure, SaslSession
 from .specs import SASL_PROTOCOLS, ListenerSpec
+from .tls import negotiated, peer_principal, server_context
+from .tls_transport import TlsConnection, TlsHandshakeFailed
 from .topology import Topology
 from .wire import (
     API_VERSIONS,
@@ -47,6 +51,16 @@ SASL_AUTHENTICATE = 36
 FAILED_AUTHENTICATION_DELAY = 0.1
 
 
+class _Inbound(Protocol):
+    async def readexactly(self, n: int) -> bytes: ...
+
+
+class _Outbound(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
 @dataclass
 class _Dispatched:
     request: ApiMessage | None
@@ -63,6 +77,7 @@ class _Listener:
     port: int
     processor_ids: list[int]
     server: asyncio.Server | None = None
+    ssl_context: ssl.SSLContext | None = None  # SSL and SASL_SSL listeners
     _rr: itertools.cycle = field(init=False)
 
     def __post_init__(self) -> None:
@@ -101,7 +116,8 @@ class BrokerServer:
             pids = [next(ids) for _ in range(spec.network_processors)]
             for pid in pids:
                 metrics.add_processor(spec.name, pid)
-            self.listeners.append(_Listener(spec, port, pids))
+            context = server_context(spec.tls) if spec.tls is not None else None
+            self.listeners.append(_Listener(spec, port, pids, ssl_context=context))
         # Processor.nextConnectionIndex: per processor, part of the connection id.
         self._conn_index = {pid: itertools.count() for lst in self.listeners for pid in lst.processor_ids}
         self._writers: set[asyncio.StreamWriter] = set()
@@ -109,6 +125,7 @@ class BrokerServer:
 
     async def start(self) -> None:
         for lst in self.listeners:
+            # Plain TCP even for TLS listeners: _accept runs the handshake (see tls_transport).
             lst.server = await asyncio.start_server(
                 functools.partial(self._accept, lst), self.host, lst.port, reuse_address=True
             )
@@ -142,20 +159,44 @@ class BrokerServer:
         channel = self.metrics.open_channel(pid, conn_id)
         ctx = HandlerContext(self.release, self.broker_id, lst.spec.name, self.topology, self.configs)
         sasl = (
-            SaslSession(self.sasl_users, tuple(lst.spec.sasl_mechanisms))
+            SaslSession(self.sasl_users, tuple(lst.spec.sasl_mechanisms), self.release.scram_nonce_check)
             if lst.spec.security_protocol in SASL_PROTOCOLS
             else None
         )
+        inbound: _Inbound = reader
+        outbound: _Outbound = writer
         try:
+            if lst.ssl_context is not None:
+                tls = TlsConnection(reader, writer, lst.ssl_context)
+                await tls.handshake()
+                inbound = outbound = tls
+                # SslTransportLayer.handshakeFinished registers the session's cipher suite and protocol
+                # (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge).
+                channel.register_cipher_information(*negotiated(tls.ssl_object))
+                if lst.spec.security_protocol == "SSL":
+                    # DefaultKafkaPrincipalBuilder.build: an SSL listener's principal is the peer certificate's
+                    # subject DN, ANONYMOUS without one (docs/kafka-facts/jmx-mbeans.md#tls-principal).
+                    ctx.principal = peer_principal(tls.ssl_object)
             while True:
-                size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+                size = int.from_bytes(await inbound.readexactly(4), "big", signed=True)
                 if size < 0 or size > MAX_REQUEST_BYTES:
                     log.warning("broker %s: closing %s: invalid request size %d", self.broker_id, conn_id, size)
                     break
-                frame = await reader.readexactly(size)
+                frame = await inbound.readexactly(size)
                 received = time.monotonic()
-                if not await self._handle(lst, ctx, channel, sasl, conn_id, writer, frame, received):
+                if not await self._handle(lst, ctx, channel, sasl, conn_id, outbound, frame, received):
                     break
+        except TlsHandshakeFailed as failed:
+            # Selector logs this at INFO, SslTransportLayer the cause at DEBUG
+            # (docs/kafka-facts/jmx-mbeans.md#tls-cipher-gauge).
+            peer = writer.get_extra_info("peername")
+            log.info(
+                "broker %s: Failed authentication with /%s (channelId=%s) (SSL handshake failed)",
+                self.broker_id,
+                peer[0] if peer else "?",
+                conn_id,
+            )
+            log.debug("broker %s: SSL handshake of %s failed: %s", self.broker_id, conn_id, failed)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # client went away (or the broker was killed)
         except Exception:
@@ -181,7 +222,7 @@ class BrokerServer:
         channel: ChannelRegistry,
         sasl: SaslSession | None,
         conn_id: str,
-        writer: asyncio.StreamWriter,
+        writer: _Outbound,
         frame: bytes,
         received: float,
     ) -> bool:

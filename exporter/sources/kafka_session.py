@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import ssl
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -47,7 +48,42 @@ class ProtocolError(SourceError):
     """A failed Kafka protocol call."""
 
 
+# kafka-python (kafka/net/manager.py, _build_transport) turns any failure of the transport's handshake, which
+# only the TLS transport has, into KafkaConnectionError("Handshake failed: <the SSLError>").
+_HANDSHAKE_FAILED = "Handshake failed: "
+
+
+# TLS alerts by which a broker refuses the client's certificate (none sent, or not trusted by its truststore).
+_CLIENT_CERTIFICATE_REFUSED = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")
+
+
+def _tls_error(exc: BaseException) -> ssl.SSLError | None:
+    """The SSLError behind ``exc``: the KafkaConnectionError's context (a failed handshake, unless a later
+    re-raise inside another except block replaced that context) or its argument (a failed read, e.g. the alert
+    a broker sends after a TLS 1.3 handshake when it refuses the client certificate)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ssl.SSLError):
+            return current
+        if current.args and isinstance(current.args[0], ssl.SSLError):
+            return current.args[0]
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _failed_handshake(exc: BaseException) -> str | None:
+    """What kafka-python said about a failed TLS handshake, or None when ``exc`` is not one."""
+    if not isinstance(exc, Errors.KafkaConnectionError) or not exc.args:
+        return None
+    message = str(exc.args[0])
+    return message.removeprefix(_HANDSHAKE_FAILED) if message.startswith(_HANDSHAKE_FAILED) else None
+
+
 def classify(exc: BaseException) -> Reason:
+    if _tls_error(exc) is not None or _failed_handshake(exc) is not None:
+        return Reason.TLS
     if isinstance(exc, TimeoutError | Errors.KafkaTimeoutError | Errors.RequestTimedOutError):
         return Reason.TIMEOUT
     if isinstance(exc, Errors.SaslAuthenticationFailedError):
@@ -59,10 +95,34 @@ def classify(exc: BaseException) -> Reason:
         Errors.KafkaConnectionError
         | Errors.NodeNotReadyError
         | Errors.UnknownBrokerIdError
-        | OSError,  # refused, reset, TLS handshake (ssl.SSLError is an OSError)
+        | OSError,  # refused, reset
     ):
         return Reason.CONNECTION
     return Reason.PROTOCOL
+
+
+def describe(exc: BaseException) -> str:
+    """One line for the operator: what failed, without kafka-python's repeated class names."""
+    tls = _tls_error(exc)
+    if isinstance(tls, ssl.SSLCertVerificationError):
+        # e.g. "certificate has expired", "unable to get local issuer certificate", "Hostname mismatch, ..."
+        return f"TLS handshake failed: the broker's certificate was refused: {tls.verify_message}"
+    if tls is not None and any(alert in str(tls) for alert in _CLIENT_CERTIFICATE_REFUSED):
+        return (
+            f"TLS handshake failed: the broker refused the client certificate (none configured, or not trusted "
+            f"by the broker): {getattr(tls, 'reason', None) or tls}"
+        )
+    if tls is not None:
+        # `reason` (OpenSSL's, e.g. WRONG_VERSION_NUMBER) exists only on errors raised by the ssl module itself.
+        return f"TLS handshake failed: {getattr(tls, 'reason', None) or tls.strerror or tls}"
+    handshake = _failed_handshake(exc)
+    if handshake is not None:
+        # e.g. "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate has expired (_ssl.c:1006)"
+        return f"TLS handshake failed: {handshake}"
+    text = str(exc)
+    name = type(exc).__name__
+    # KafkaError.__str__ already starts with the class name (after "[Error N] " for broker error codes).
+    return text if name in text.split(":", 1)[0] else f"{name}: {text}"
 
 
 class _TokenFileProvider(AbstractTokenProvider):
@@ -174,7 +234,7 @@ class KafkaSession:
                 ) from None
             if reason == Reason.AUTHENTICATION:
                 await asyncio.to_thread(self.close)
-            raise ProtocolError(reason, f"{type(exc).__name__}: {exc}") from None
+            raise ProtocolError(reason, describe(exc)) from None
 
     async def brokers(self) -> list[BrokerAddress]:
         """Bootstrap when needed, refresh metadata, and return the brokers it lists (sorted by id)."""
@@ -204,6 +264,9 @@ async def _refresh_brokers(manager: KafkaConnectionManager, timeout_ms: int) -> 
             await manager.bootstrap_async(int(timeout_ms * 0.6), refresh=True)
         except Errors.KafkaTimeoutError:
             raise await _bootstrap_failure(manager, int(timeout_ms * 0.35)) from None
+        except Exception as exc:
+            node = manager.cluster.bootstrap_brokers()[0]
+            raise ProtocolError(classify(exc), f"bootstrap {node.host}:{node.port}: {describe(exc)}") from None
     else:
         await manager.cluster.refresh_metadata()
     return sorted(
@@ -212,15 +275,18 @@ async def _refresh_brokers(manager: KafkaConnectionManager, timeout_ms: int) -> 
     )
 
 
-async def _bootstrap_failure(manager: KafkaConnectionManager, timeout_ms: int) -> BaseException:
+async def _bootstrap_failure(manager: KafkaConnectionManager, timeout_ms: int) -> ProtocolError:
     """kafka-python retries every failure (refused connection, failed SASL exchange, TLS error) until its
     bootstrap deadline and then only says "timeout"; one more attempt, awaited directly, says why."""
     node = manager.cluster.bootstrap_brokers()[0]
     manager.reset_backoff(node.node_id)
+    error: BaseException
     try:
         conn = manager.get_connection(node.node_id, timeout_ms=timeout_ms)
         await conn
     except Exception as exc:  # the failure is the answer
-        return exc
-    conn.close()
-    return Errors.KafkaTimeoutError(f"no metadata from {node.host}:{node.port} within the timeout")
+        error = exc
+    else:
+        conn.close()
+        error = Errors.KafkaTimeoutError("no metadata within the timeout")
+    return ProtocolError(classify(error), f"bootstrap {node.host}:{node.port}: {describe(error)}")

@@ -5,6 +5,7 @@ Protocol with the parent (kafka_double.clients): the client bootstraps (ApiVersi
 exits 0. Anything else (logs, tracebacks) goes to stderr, so stdout carries only the handshake line.
 
 Usage: python_client.py {confluent-kafka|kafka-python|aiokafka} BOOTSTRAP [--client-id ID] [--timeout S]
+       [--config KEY=VALUE ...]   (extra client settings in the client's own names; not for aiokafka)
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ def _wait_for_eof() -> None:
         pass
 
 
-def run_confluent(bootstrap: str, client_id: str | None, timeout: float) -> None:
+def run_confluent(bootstrap: str, client_id: str | None, timeout: float, extra: dict[str, str]) -> None:
     from confluent_kafka import Producer
 
-    conf: dict[str, str | int] = {"bootstrap.servers": bootstrap}
+    conf: dict[str, str | int] = {"bootstrap.servers": bootstrap, **extra}
     if client_id:
         conf["client.id"] = client_id
     producer = Producer(conf)
@@ -47,10 +48,14 @@ def run_confluent(bootstrap: str, client_id: str | None, timeout: float) -> None
         close()
 
 
-def run_kafka_python(bootstrap: str, client_id: str | None, timeout: float) -> None:
+def run_kafka_python(bootstrap: str, client_id: str | None, timeout: float, extra: dict[str, str]) -> None:
     from kafka import KafkaAdminClient
 
-    kwargs: dict[str, object] = {"bootstrap_servers": bootstrap, "bootstrap_timeout_ms": int(timeout * 1000)}
+    kwargs: dict[str, object] = {
+        "bootstrap_servers": bootstrap,
+        "bootstrap_timeout_ms": int(timeout * 1000),
+        **extra,
+    }
     if client_id:
         kwargs["client_id"] = client_id
     # The constructor bootstraps (ApiVersions + Metadata) and raises if that fails within the timeout, but
@@ -90,12 +95,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("bootstrap")
     parser.add_argument("--client-id")
     parser.add_argument("--timeout", type=float, default=20.0, help="bootstrap timeout in seconds")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="extra client setting")
     args = parser.parse_args(argv)
+    extra = {}
+    for setting in args.config:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            parser.error(f"--config {setting!r}: expected KEY=VALUE")
+        extra[key] = value
+    if extra and args.kind == "aiokafka":
+        parser.error("--config is not supported for aiokafka")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     if args.kind == "confluent-kafka":
-        run_confluent(args.bootstrap, args.client_id, args.timeout)
+        run_confluent(args.bootstrap, args.client_id, args.timeout, extra)
     elif args.kind == "kafka-python":
-        run_kafka_python(args.bootstrap, args.client_id, args.timeout)
+        run_kafka_python(args.bootstrap, args.client_id, args.timeout, extra)
     else:
         asyncio.run(_run_aiokafka(args.bootstrap, args.client_id, args.timeout))
     return 0

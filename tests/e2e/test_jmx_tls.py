@@ -19,6 +19,7 @@ from exporter.config.settings import Settings
 from exporter.snapshot import JmxReading, Snapshot
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import JmxTls, MBeanHost, free_port
+from tests.support.tls_material import write_leaf
 
 pytestmark = pytest.mark.slow
 
@@ -28,31 +29,20 @@ GAUGE = (
 )
 
 
-def write_leaf(ca: trustme.CA, directory: Path, name: str, *identities: str) -> tuple[Path, Path]:
-    """A certificate chain and its key as PKCS#8 PEM (what the bridge and the double read)."""
-    leaf = ca.issue_cert(*identities)
-    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
-    cert.write_bytes(b"".join(pem.bytes() for pem in leaf.cert_chain_pems))
-    private = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), None)
-    key.write_bytes(
-        private.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert, key
-
-
 class Bench:
     def __init__(self, host: MBeanHost, directory: Path) -> None:
         self.directory = directory
         self.ca, self.client_ca, self.other_ca = trustme.CA(), trustme.CA(), trustme.CA()
         for name, ca in (("ca", self.ca), ("client-ca", self.client_ca), ("other-ca", self.other_ca)):
             ca.cert_pem.write_to_path(str(directory / f"{name}.pem"))
-        self.client_cert, self.client_key = write_leaf(self.client_ca, directory, "client", "exporter")
+        client = write_leaf(self.client_ca, directory, "client", "exporter")
+        self.client_cert, self.client_key = client.cert, client.key
         self.write_stores()
         # The double's RMI stubs name 127.0.0.1 (java.rmi.server.hostname): that is the host checked.
-        cert, key = write_leaf(self.ca, directory, "broker", "127.0.0.1")
-        wrong_cert, wrong_key = write_leaf(self.ca, directory, "elsewhere", "kafka-9.example")
+        broker = write_leaf(self.ca, directory, "broker", "127.0.0.1")
+        elsewhere = write_leaf(self.ca, directory, "elsewhere", "kafka-9.example")
+        cert, key = broker.cert, broker.key
+        wrong_cert, wrong_key = elsewhere.cert, elsewhere.key
         self.urls = {
             "plain": self.add(host, 1, None),
             "tls": self.add(host, 2, JmxTls(cert, key)),
