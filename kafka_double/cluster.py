@@ -19,6 +19,7 @@ from .registry import BrokerMetrics
 from .releases import Release, get_release
 from .request_log import RequestLog
 from .server import BrokerServer
+from .server_log import ServerLog
 from .specs import BrokerSpec, ListenerSpec
 from .topology import Topology
 
@@ -217,9 +218,9 @@ class DoubleCluster:
                 spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password, spec.jmx_tls
             )
             metrics = BrokerMetrics(spec.id, handle.release, self._jmx)
-            req_log = (
-                RequestLog(self.request_log_dir, spec.id, handle.release) if self.request_log_dir is not None else None
-            )
+            logs = self.request_log_dir
+            req_log = RequestLog(logs, spec.id, handle.release) if logs is not None else None
+            server_log = ServerLog(logs, spec.id, handle.release) if logs is not None else None
             server = BrokerServer(
                 spec.id,
                 handle.release,
@@ -228,6 +229,7 @@ class DoubleCluster:
                 self.topology,
                 metrics,
                 req_log,
+                server_log,
                 self.configs,
                 self.sasl_users,
             )

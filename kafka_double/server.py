@@ -20,6 +20,8 @@ from typing import Protocol
 
 from kafka.protocol.api_message import ApiMessage
 
+from exporter.kafka_releases import table
+
 from .client_metrics import ClusterConfigState
 from .handler_context import HandlerContext
 from .handlers import api_versions, handler_for
@@ -27,6 +29,7 @@ from .registry import BrokerMetrics, ChannelRegistry
 from .releases import Release
 from .request_log import CompletedRequest, RequestLog
 from .sasl_server import SASL_AUTHENTICATION_FAILED, SaslFailure, SaslSession
+from .server_log import ServerLog
 from .specs import SASL_PROTOCOLS, ListenerSpec
 from .tls import negotiated, peer_principal, server_context
 from .tls_transport import TlsConnection, TlsHandshakeFailed
@@ -34,6 +37,7 @@ from .topology import Topology
 from .wire import (
     API_VERSIONS,
     ProtocolError,
+    RejectedHeader,
     RequestFrame,
     decode_body,
     encode_response,
@@ -99,6 +103,7 @@ class BrokerServer:
         topology: Topology,
         metrics: BrokerMetrics,
         request_log: RequestLog | None,
+        server_log: ServerLog | None,
         configs: ClusterConfigState,
         sasl_users: dict[str, str],
     ) -> None:
@@ -108,6 +113,7 @@ class BrokerServer:
         self.topology = topology
         self.metrics = metrics
         self.request_log = request_log
+        self.server_log = server_log
         self.configs = configs
         self.sasl_users = sasl_users
         ids = itertools.count()  # SocketServer.nextProcessorId: one counter across all listeners
@@ -146,8 +152,9 @@ class BrokerServer:
                 await lst.server.wait_closed()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
-        if self.request_log is not None:
-            self.request_log.close()
+        for log_file in (self.request_log, self.server_log):
+            if log_file is not None:
+                log_file.close()
 
     async def _accept(self, lst: _Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -238,6 +245,8 @@ class BrokerServer:
             log.warning(
                 "broker %s: closing connection %s (listener %s): %s", self.broker_id, conn_id, lst.spec.name, exc
             )
+            if isinstance(exc, RejectedHeader) and self.server_log is not None:
+                self.server_log.rejected(conn_id, exc.api_key, exc.api_name, exc.version, exc.known)
             return False
         request, response, api_name = dispatched.request, dispatched.response, dispatched.api_name
         handled = time.monotonic()
@@ -287,14 +296,26 @@ class BrokerServer:
             return _Dispatched(decision.request_body, decision.response, rng.name, logged=not in_authenticator)
         if sasl is not None and not sasl.authenticated:
             return self._authenticate(ctx, sasl, req)
-        if rng is None:
-            # Kafka: an API key not enabled on this listener fails request parsing -> connection closed.
-            raise ProtocolError(f"api key {req.api_key} is not advertised by emulated {self.release.version}")
-        if not rng.accepts(req.api_version):
-            # Unsupported version of a non-ApiVersions request: parse error -> connection closed.
-            raise ProtocolError(f"{rng.name} v{req.api_version} is not supported by {self.release.version}")
+        if rng is None or not rng.accepts(req.api_version):
+            # Kafka: a header this broker does not serve fails request parsing -> connection closed.
+            raise self._rejected(req)
         body = decode_body(req)
         return _Dispatched(body, handler_for(req.api_key)(ctx, req, body), rng.name)
+
+    def _rejected(self, req: RequestFrame) -> ProtocolError:
+        spec = table.ranges(self.release.version).get(req.api_key)
+        if spec is None:
+            # Not an API of this release at all: Kafka fails earlier, in RequestHeader.parse.
+            return ProtocolError(f"api key {req.api_key} is not an API of Kafka {self.release.version}")
+        served = self.release.api(req.api_key)
+        what = "is not served by" if served is None else f"v{req.api_version} is not supported by"
+        return RejectedHeader(
+            f"{spec.name} {what} emulated {self.release.version}",
+            req.api_key,
+            spec.name,
+            req.api_version,
+            known=spec.min_version <= req.api_version <= spec.max_version,
+        )
 
     def _authenticate(self, ctx: HandlerContext, sasl: SaslSession, req: RequestFrame) -> _Dispatched:
         """SaslServerAuthenticator: only SaslHandshake and SaslAuthenticate until the exchange succeeds."""

@@ -43,6 +43,18 @@ class ProtocolError(Exception):
     """Anything that makes a real broker close the connection (parse failure, disabled API/version)."""
 
 
+class RejectedHeader(ProtocolError):
+    """A header the broker does not serve: an API outside its scope or a version outside its range, which Kafka's
+    network processor rejects before any API sees the request (and logs in server.log)."""
+
+    def __init__(self, message: str, api_key: int, api_name: str, version: int, known: bool) -> None:
+        super().__init__(message)
+        self.api_key = api_key
+        self.api_name = api_name
+        self.version = version
+        self.known = known  # the release's specs have this version: only this broker does not serve it
+
+
 @dataclass
 class RequestFrame:
     api_key: int

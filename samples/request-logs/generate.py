@@ -5,8 +5,9 @@
 chosen software names, confluent-kafka, kafka-python, aiokafka and kafkajs, on three brokers of different eras:
 broker 1 runs 2.6.0 (2.x text form with clientInformation), broker 2 runs 3.9.0 (JSON form), broker 3 runs
 4.1.0 (JSON form, connection ids with a processor segment). A raw legacy client (kafka_double.raw_client)
-sends Produce v2 and Metadata v1 to broker 2, as a pre-2.1 client would: the 4.0 upgrade blocker. Broker 1's
-log is gzipped under an hourly roll-over name.
+sends Produce v2 and Metadata v1 to broker 2, as a pre-2.1 client would: the 4.0 upgrade blocker; broker 3 closes
+the connection on its Produce v2 and writes the rejection to its ``server.log``. Broker 1's log is gzipped under an
+hourly roll-over name.
 
 ``synthetic/``: JoinGroup and SyncGroup lines. The double serves no group APIs, so these are rendered by the
 double's own request-log writer (kafka_double.request_log.format_line) from kafka-python JoinGroup/SyncGroup
@@ -69,10 +70,16 @@ def _real_logs(target: Path) -> None:
                     port = cluster.broker(broker.id).listener_port(listener)
                     clients.enter_context(ClientMix(f"{cluster.host}:{port}", specs))
             time.sleep(2.0)  # let every client finish its bootstrap requests
+        produce = ProduceRequest(version=2, acks=1, timeout_ms=30000, topic_data=[])
         with RawConnection(cluster.broker(2).listener_port("PLAINTEXT")) as legacy:
             legacy.request(MetadataRequest(version=1, topics=None), correlation_id=1, client_id="legacy-billing")
-            produce = ProduceRequest(version=2, acks=1, timeout_ms=30000, topic_data=[])
             legacy.request(produce, correlation_id=2, client_id="legacy-billing")
+        # The same client against the 4.1 broker: its Metadata v4 is served, its Produce v2 is not, and the broker
+        # closes the connection and says so in server.log (the inventory's `rejections`).
+        with RawConnection(cluster.broker(3).listener_port("PLAINTEXT")) as legacy:
+            legacy.request(MetadataRequest(version=4, topics=None), correlation_id=1, client_id="legacy-billing")
+            with contextlib.suppress(ConnectionError):
+                legacy.request(produce, correlation_id=2, client_id="legacy-billing")
         cluster.sync()
     old = target / "broker-1" / "kafka-request.log"
     with old.open("rb") as src, gzip.open(old.with_name("kafka-request.log.2026-01-01-10.gz"), "wb") as dst:

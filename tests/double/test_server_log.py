@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import pytest
 
 from exporter.request_logs.server_log import REJECTION
+from kafka_double.cluster import BrokerSpec, DoubleCluster
+from kafka_double.mbean_host import MBeanHost
+from kafka_double.raw_client import RawConnection
 from kafka_double.releases import get_release
 from kafka_double.server_log import rejection_events
+from kafka_double.wire import REQUEST_CLASSES
 
 CONNECTION = "127.0.0.1:9092-127.0.0.1:51234-1-7"
 
@@ -54,3 +61,22 @@ def test_3x_message_is_the_older_form_the_job_does_not_claim_to_read() -> None:
         "which is not enabled"
     )
     assert re.match(REJECTION, _event(lines)) is None
+
+
+def test_a_41_broker_closes_on_produce_v2_and_logs_it_where_the_inventory_reads_it(
+    tmp_path: Path, mbean_host: MBeanHost
+) -> None:
+    produce = REQUEST_CLASSES[0](version=2, acks=1, timeout_ms=30000, topic_data=[])
+    with DoubleCluster([BrokerSpec(1, release="4.1.0")], mbean_host=mbean_host, request_log_dir=tmp_path) as c:
+        port = c.broker(1).listener_port("PLAINTEXT")
+        with RawConnection(port) as legacy, pytest.raises(ConnectionError):
+            legacy.request(produce, client_id="legacy-billing")
+    text = (tmp_path / "broker-1" / "server.log").read_text(encoding="utf-8")
+    match = re.match(REJECTION, text)
+    assert match is not None, text
+    assert match.group(5, 6) == (
+        "UnsupportedVersionException",
+        "Received request for api with key 0 (Produce) and unsupported version 2",
+    )
+    assert match.group(4).startswith(f"127.0.0.1:{port}-127.0.0.1:")
+    assert "legacy-billing" not in (tmp_path / "broker-1" / "kafka-request.log").read_text(encoding="utf-8")
