@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TextIO
 
 from exporter.kafka_releases.table import enum_name
 
@@ -59,19 +60,26 @@ class ServerLog:
 
     def __init__(self, directory: Path, broker_id: int, release: Release) -> None:
         self.path = Path(directory) / f"broker-{broker_id}" / "server.log"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.broker_id = broker_id
         self.release = release
         self._lock = threading.Lock()
-        self._fh = self.path.open("a", encoding="utf-8")
+        # Opened on the first event: the double writes no other server.log line, so no event means no file.
+        self._fh: TextIO | None = None
+        self._closed = False
 
     def rejected(self, connection_id: str, api_key: int, api_name: str, version: int, known: bool) -> None:
         lines = rejection_events(self.release, self.broker_id, connection_id, api_key, api_name, version, known)
         with self._lock:
-            if not self._fh.closed:
-                self._fh.write("\n".join(lines) + "\n")
-                self._fh.flush()
+            if self._closed:
+                return
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("a", encoding="utf-8")
+            self._fh.write("\n".join(lines) + "\n")
+            self._fh.flush()
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            self._closed = True
+            if self._fh is not None:
+                self._fh.close()

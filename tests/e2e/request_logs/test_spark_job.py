@@ -191,6 +191,12 @@ def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "0 not parsed" in done.stdout and "1 blocking 4.0.0" in done.stdout
+    # Broker 3 (4.1) rejected the legacy client's Produce v2 and said so in server.log; its Metadata v4 on the same
+    # connection names the client.
+    assert "1 requests rejected (server.log)" in done.stdout
+    rejection = (tmp_path / "out" / "rejections.csv").read_text().splitlines()
+    assert len(rejection) == 2 and ",Produce,2,UnsupportedVersionException," in rejection[1]
+    assert rejection[1].endswith(",connection,legacy-billing,User:ANONYMOUS,unknown,unknown")
     report = (tmp_path / "out" / "report.html").read_text()
     assert "<svg" in report and "legacy-billing" in report and "<script" not in report
     header = (tmp_path / "out" / "clients.csv").read_text().splitlines()[0]
