@@ -265,37 +265,26 @@ def main(argv: list[str] | None = None) -> int:
     python_per_core = mb["small"] / python_seconds
     duckdb_per_core = mb["small"] / duck_1["seconds"]
     rss = {name: runs[name]["jvm_peak_rss_mb"] for name in ("small", "middle", "large")}
-    figures = [
-        _check(
-            f"inventory pass / floor job, {mb['small']:.0f} MB",
-            passes["small"] / floor["seconds"],
-            "<= 2.0",
-            passes["small"] / floor["seconds"] <= 2.0,
-        ),
-        _check(
+    targets = [
+        (f"inventory pass / floor job, {mb['small']:.0f} MB", passes["small"] / floor["seconds"], "<=", 2.0),
+        (
             "Spark marginal MB/s per core / Python parser MB/s per core",
             spark_marginal_per_core / python_per_core,
-            ">= 1.5",
-            spark_marginal_per_core / python_per_core >= 1.5,
+            ">=",
+            1.5,
         ),
-        _check(
+        (
             f"Spark local[2] / local[1] speed-up, {mb['middle']:.0f} MB",
             passes["middle_1"] / passes["middle"],
-            ">= 1.8",
-            passes["middle_1"] / passes["middle"] >= 1.8,
+            ">=",
+            1.8,
         ),
-        _check(
-            f"time({mb['large']:.0f} MB) / time({mb['small']:.0f} MB)",
-            passes["large"] / passes["small"],
-            "<= 3.0",
-            passes["large"] / passes["small"] <= 3.0,
-        ),
-        _check(
-            "driver JVM peak RSS, largest / smallest",
-            rss["large"] / rss["small"],
-            "<= 1.2",
-            rss["large"] / rss["small"] <= 1.2,
-        ),
+        (f"time({mb['large']:.0f} MB) / time({mb['small']:.0f} MB)", passes["large"] / passes["small"], "<=", 3.0),
+        ("driver JVM peak RSS, largest / smallest", rss["large"] / rss["small"], "<=", 1.2),
+    ]
+    figures = [
+        _check(label, value, f"{op} {target}", value <= target if op == "<=" else value >= target)
+        for label, value, op, target in targets
     ]
     print()
     print(f"clients table equal to the Python parser's: {len(expected):,} rows from {reference.lines:,} lines")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,17 +12,9 @@ from jmxquery import JMXConnection, JMXQuery
 from kafka_double import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.clients import ClientKind, expected_identity, missing_reason, start_client
 from kafka_double.mbean_host import MBeanHost
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not met within {timeout}s")
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,9 @@ def test_exposition_reads_back_as_the_registry(preset: str, mbean_host: MBeanHos
             trust.wrap_socket(tls_socket, server_hostname="127.0.0.1") as handshaken,
         ):
             first.request(ApiVersionsRequest(version=3, client_software_name="app", client_software_version="1.0"))
-            cipher, protocol = handshaken.cipher()[0], handshaken.version()
+            negotiated = handshaken.cipher()
+            assert negotiated is not None  # the handshake is done once wrap_socket returns
+            cipher, protocol = negotiated[0], handshaken.version()
             c.sync()
             text = urllib.request.urlopen(broker.metrics_url, timeout=5).read().decode()
             expected = c.registry_view(1)

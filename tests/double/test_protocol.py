@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,23 +16,14 @@ from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
 from tests.support import request_log_fixtures as fx
+from tests.support.waiting import wait_for
 
 # docs/kafka-facts/protocol.md#example-frames: ApiVersions v3, client "probe", kafka-client-exporter 0.1.0, corr. id 1.
 HEX_FRAME = "0000002d0012000300000001000570726f626500166b61666b612d636c69656e742d6578706f7274657206302e312e3000"
 # docs/kafka-facts/protocol.md#example-frames: fallback reply of a broker whose ApiVersions max is 3.
 FALLBACK_MAX3 = bytes.fromhex("0000001000000001002300000001001200000003")
 
-
 Conn = RawConnection
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import logging
 import socket
 import ssl
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from cryptography import x509
@@ -25,6 +24,7 @@ from kafka_double.registry import SOCKET_SERVER
 from kafka_double.specs import ListenerTls
 from kafka_double.tls import jsse_cipher_name, rfc2253_name
 from tests.support.tls_material import BrokerTlsMaterial
+from tests.support.waiting import wait_for
 
 SASL_USERS = {"alice": "alice-Secret-1"}
 ALL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -68,15 +68,6 @@ def cipher_beans(double: DoubleCluster, listener: str) -> dict[str, int]:
         and name.startswith(f"{SOCKET_SERVER},cipher=")
         and f",listener={listener}," in name
     }
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not met within {timeout}s")
 
 
 def tls_socket(double: DoubleCluster, listener: str, context: ssl.SSLContext) -> ssl.SSLSocket:

@@ -9,16 +9,15 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.snapshot import BrokerFacts, ClientMetricsReading, Snapshot, SourceResult
-from exporter.web.exposition import render_snapshot
 from kafka_double.client_metrics import Subscription
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.releases import get_release
+from tests.support.exposition import series_of
 from tests.support.kafka_releases import releases_with_same_specs
 
 pytestmark = pytest.mark.slow
@@ -57,15 +56,6 @@ def run_cycles(settings: Settings, cycles: int = 1) -> list[Snapshot]:
 
 def by_source(snapshot: Snapshot, source: str) -> list[SourceResult]:
     return [r for r in snapshot.results if r.key.source == source]
-
-
-def series_of(snapshot: Snapshot) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    body = render_snapshot(snapshot, False, False).decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(body)
-        for s in family.samples
-    }
 
 
 # (release, metadata mode; None: the double's default) -> (inferred release, key-74 RPC used, ApiVersions version)

@@ -11,24 +11,23 @@ import json
 import logging
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jmxquery import JMXConnection, JMXQuery
-from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.snapshot import JmxReading, Snapshot
-from exporter.web.exposition import render_snapshot
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.registry import SOCKET_SERVER
 from kafka_double.specs import ListenerTls
+from tests.support.exposition import series_of
 from tests.support.tls_material import BrokerTlsMaterial
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -78,15 +77,6 @@ def collect(clusters: list[dict[str, Any]]) -> Snapshot:
         return asyncio.run(loop.run_cycle())
     finally:
         loop.close()
-
-
-def series_of(snapshot: Snapshot) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    body = render_snapshot(snapshot, False, False).decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(body)
-        for s in family.samples
-    }
 
 
 def up(series: dict, cluster_name: str) -> dict[tuple[str, str], float]:
@@ -242,14 +232,6 @@ def test_over_jmx_the_exporters_own_tls_connection_and_its_cipher_are_visible(
     assert {r.mBeanName: int(r.value) for r in rows} == {
         f"{SOCKET_SERVER},cipher=TLS_AES_256_GCM_SHA384,protocol=TLSv1.3,listener=SSL,networkProcessor=0": live
     }
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not settled within {timeout} s")
-        time.sleep(0.05)
 
 
 def test_collect_once_reads_tls_clusters_from_a_config_file(
