@@ -14,8 +14,10 @@
  * is 0. Anything else goes to stderr; a failed bootstrap exits 1 with the cause.
  *
  * The client sends client.software.name "apache-kafka-java" and client.software.version AppInfoParser's version
- * in ApiVersionsRequest v3+ (4.3.0 a9ce3221537b: ApiVersionsRequest.java:32-36, NetworkClient.java:1088), which is what
- * a broker records for it.
+ * in ApiVersionsRequest v3+ (4.3.0 a9ce3221537b: ApiVersionsRequest.java:32-36, NetworkClient.java:1088; 3.9.0
+ * cc53a632edcf: ApiVersionsRequest.java:33-37, NetworkClient.java:1037), which is what a broker records for it; the
+ * version is kafka/kafka-version.properties in the jar (4.3.0, 3.9.0). The Producer is idempotent by default
+ * (ProducerConfig.java:527-529 at 4.3.0), so its first record needs InitProducerId from the broker.
  */
 
 import java.io.IOException;

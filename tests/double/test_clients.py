@@ -10,8 +10,10 @@ Two layers:
 from __future__ import annotations
 
 import collections
+import logging
 import socket
 import struct
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +24,8 @@ import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from kafka_double.clients import (
+    JAVA_CLIENT_OPTIONS,
+    JAVA_CLIENT_SOURCE,
     UNKNOWN,
     ClientError,
     ClientKind,
@@ -34,6 +38,7 @@ from kafka_double.clients import (
     missing_reason,
     start_client,
 )
+from kafka_double.kafka_jars import kafka_clients_classpath
 
 API_VERSIONS_KEY = 18
 
@@ -309,9 +314,10 @@ E2E_CASES: list[tuple[ClientKind, dict[str, str]]] = [
     ("kind", "identity_kwargs"), E2E_CASES, ids=[f"{k.value}{'-named' if kw else ''}" for k, kw in E2E_CASES]
 )
 def test_client_is_recorded_with_expected_identity_then_released(
-    cluster: Any, kind: ClientKind, identity_kwargs: dict[str, Any]
+    cluster: Any, kind: ClientKind, identity_kwargs: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     require(kind)
+    caplog.set_level(logging.WARNING, logger="kafka_double")
     assert sum(_identity_counts(cluster).values()) == 0
     with start_client(kind, cluster.bootstrap("PLAINTEXT"), **identity_kwargs) as client:
         client.wait_ready()
@@ -330,6 +336,10 @@ def test_client_is_recorded_with_expected_identity_then_released(
     assert client.returncode == 0, client.stderr_tail()
     client.close()
     _wait_for(cluster, lambda c: c[client.expected] == 0 and sum(c.values()) == 0)
+    # The double closes a connection on a request it does not serve, as Kafka does; a client that bootstraps and
+    # holds its connections must not have met one (the Java Producer, for one, needs InitProducerId).
+    closed = [r.getMessage() for r in caplog.records if "closing connection" in r.getMessage()]
+    assert closed == []
 
 
 @pytest.mark.slow
@@ -358,3 +368,22 @@ def test_java_client_that_cannot_bootstrap_says_why(silent_port: int) -> None:
         client.wait_ready(timeout=30)
     assert f"bootstrap against 127.0.0.1:{silent_port} failed" in str(failure.value)
     assert "TimeoutException" in str(failure.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["consumer", "127.0.0.1:9"], "unknown role 'consumer'"),
+        (["admin", "127.0.0.1:9", "--property", "security.protocol"], "--property takes KEY=VALUE"),
+        (["admin", "127.0.0.1:9", "--client-id"], "option --client-id needs a value"),
+        (["admin", "127.0.0.1:9", "--acks", "all"], "unknown option --acks"),
+    ],
+)
+def test_java_client_refuses_bad_arguments_before_connecting(args: list[str], message: str) -> None:
+    require(ClientKind.JAVA)
+    argv = ["java", *JAVA_CLIENT_OPTIONS, "-cp", kafka_clients_classpath("4.3.0"), str(JAVA_CLIENT_SOURCE), *args]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "READY" not in done.stdout
