@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter.sources.object_name import parse_object_name
 
-from .registry import Bean
+from .registry import CLIENT_TAGS, Bean
 
 PRESETS = ("strimzi", "confluent", "strimzi_reporter")
 
@@ -36,7 +36,6 @@ def _safe(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9:_]+", "_", name)
 
 
-_CLIENT = ("type", "clientSoftwareName", "clientSoftwareVersion", "listener", "networkProcessor")
 _CIPHER = ("type", "cipher", "protocol", "listener", "networkProcessor")
 _PROCESSOR = ("type", "listener", "networkProcessor")
 _DEPRECATED = ("type", "name", "request", "version", "clientSoftwareName", "clientSoftwareVersion")
@@ -45,7 +44,7 @@ _DEPRECATED = ("type", "name", "request", "version", "clientSoftwareName", "clie
 def _shape(domain: str, props: dict[str, str]) -> str | None:
     keys = tuple(props)
     if domain == "kafka.server" and props.get("type") == "socket-server-metrics":
-        return {_CLIENT: "client", _CIPHER: "cipher", _PROCESSOR: "processor"}.get(keys)
+        return {CLIENT_TAGS: "client", _CIPHER: "cipher", _PROCESSOR: "processor"}.get(keys)
     if domain == "kafka.network" and keys == _DEPRECATED and props["name"] == "DeprecatedRequestsPerSec":
         return "deprecated"
     return None
@@ -56,7 +55,7 @@ def _strimzi(shape: str, props: dict[str, str], attribute: str) -> Rendered | No
     # lowercaseOutputName only; jmx_exporter 1.x adds _total to counter samples.
     if shape == "client" and attribute == "connections":  # rule at lines 108-115
         name = "kafka_server_socket_server_metrics_connections_software"
-        return name, "gauge", name, {k: props[k] for k in _CLIENT[1:]}
+        return name, "gauge", name, {k: props[k] for k in CLIENT_TAGS[1:]}
     if shape == "cipher" and attribute == "connections":  # rule at lines 100-107
         name = "kafka_server_socket_server_metrics_connections_tls_info"
         return name, "gauge", name, {k: props[k] for k in _CIPHER[1:]}

@@ -23,7 +23,8 @@ from .releases import Release
 UNKNOWN = "unknown"  # ClientInformation.UNKNOWN_NAME_OR_VERSION (clients/.../network/ClientInformation.java)
 SOCKET_SERVER = "kafka.server:type=socket-server-metrics"
 _KIP_511_GAUGES = r"kafka\.server:type=socket-server-metrics,(clientSoftwareName|cipher)=.*"
-_CLIENT_TAGS = ("type", "clientSoftwareName", "clientSoftwareVersion", "listener", "networkProcessor")
+#: The key properties of a KIP-511 client gauge's ObjectName, in Kafka's order.
+CLIENT_TAGS = ("type", "clientSoftwareName", "clientSoftwareVersion", "listener", "networkProcessor")
 
 #: One MBean attribute as a JMX client reads it: (object name, attribute, value).
 Bean = tuple[str, str, int | float | str]
@@ -179,7 +180,7 @@ def client_gauges(beans: list[Bean]) -> dict[tuple[str, int, str, str], int]:
     out: dict[tuple[str, int, str, str], int] = {}
     for object_name, attribute, value in beans:
         name = parse_object_name(object_name)
-        if attribute != "connections" or name.domain != "kafka.server" or tuple(name.properties) != _CLIENT_TAGS:
+        if attribute != "connections" or name.domain != "kafka.server" or tuple(name.properties) != CLIENT_TAGS:
             continue
         props = name.properties
         key = (
