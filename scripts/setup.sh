@@ -20,11 +20,13 @@ python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+# The benchmarks are part of the project (and type-checked by scripts/test.sh), so their extra is installed too.
+extras='.[test,inventory,bench]'
+stamp=.venv/.installed-$({ cat pyproject.toml; echo "$extras"; } | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   log=$(mktemp)
   # Quiet on success (setuptools' editable-install warnings are noise); the whole log on failure.
-  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[test,inventory]'; } >"$log" 2>&1; then
+  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e "$extras"; } >"$log" 2>&1; then
     cat "$log" >&2
     exit 1
   fi
