@@ -9,6 +9,7 @@ later runs) and runs, each in its own process with a fresh session:
   local[1]; its "pass" is the time until the `clients` table is written (the pass over the logs plus the table the
   Python parser also builds); no Python worker may start (spark.python.daemon.module points at nothing);
 - the "floor" job on the smallest size: read every line, pull one field with one literal-led regex, aggregate;
+  and on the middle size with local[2] and local[1]: its speed-up is what this machine gives the simplest job;
 - the single-process Python parser (bench/reference_parser.py) on the smallest size: its `clients` must equal
   Spark's;
 - DuckDB (the single-machine anchor, not part of the job) on the smallest size, 1 and 2 threads: five fields per
@@ -20,7 +21,8 @@ Then prints each figure next to its target:
 | Spark local[2] / local[1] speed-up, middle size | >= 1.8 |
 | time(largest) / time(smallest) | <= 3.0 |
 | driver peak RSS, largest / smallest | flat (<= 1.2) |
-and Spark's marginal throughput per core against DuckDB's per core (no target).
+and, without targets, the floor job's own local[2] / local[1] speed-up (the machine's ceiling for the job's)
+and Spark's marginal throughput per core against DuckDB's per core.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def spark_run(data: Path, out: Path, dump: Path | None, master: str) -> dict[str
     }
 
 
-def floor_run(data: Path) -> dict[str, float]:
+def floor_run(data: Path, master: str) -> dict[str, float]:
     """Runs in a child process: about the least a Spark job that reads every line can do here - read the logs,
     take each line's time, pull ONE field (a JSON line's connection id) out with one literal-led regular
     expression, aggregate on it - timed from a started session like the inventory run, which needs nine fields
@@ -100,7 +102,7 @@ def floor_run(data: Path) -> dict[str, float]:
     from exporter.request_logs.parse import read_lines
     from exporter.request_logs.session import build_session
 
-    spark = build_session("local[2]", {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})
+    spark = build_session(master, {"spark.driver.memory": DRIVER_MEMORY, "spark.ui.enabled": "false"})
     started = time.monotonic()
     line = F.col("line")
     when = F.translate(F.substr(line, F.lit(2), F.lit(23)), lf.TIMESTAMP_SEPARATORS, "").try_cast("long")
@@ -206,12 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=30_000)
     parser.add_argument("--data-dir", type=Path, default=REPO / "bench" / "results" / "inventory")
     parser.add_argument("--spark-run", nargs=3, metavar=("DATA", "OUT", "MASTER"), help=argparse.SUPPRESS)
-    parser.add_argument("--floor-run", type=Path, metavar="DATA", help=argparse.SUPPRESS)
+    parser.add_argument("--floor-run", nargs=2, metavar=("DATA", "MASTER"), help=argparse.SUPPRESS)
     parser.add_argument("--duckdb-run", nargs=2, metavar=("DATA", "THREADS"), help=argparse.SUPPRESS)
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.floor_run:
-        print(json.dumps(floor_run(args.floor_run)))
+        print(json.dumps(floor_run(Path(args.floor_run[0]), args.floor_run[1])))
         return 0
     if args.spark_run:
         data, out, master = args.spark_run
@@ -243,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         "middle_1": spark(middle, "middle-1", "local[1]"),
         "large": spark(large, "large", "local[2]"),
     }
-    print(f"Spark floor on {small.name} ...", flush=True)
-    floor = _child("--floor-run", str(small))
+    print(f"Spark floor on {small.name}, and on {middle.name} with local[2] and local[1] ...", flush=True)
+    floor = _child("--floor-run", str(small), "local[2]")
+    floor_middle = {m: _child("--floor-run", str(middle), m)["seconds"] for m in ("local[2]", "local[1]")}
     print(f"DuckDB on {small.name} ...", flush=True)
     duck_1 = _child("--duckdb-run", str(small), "1")
     duck_2 = _child("--duckdb-run", str(small), "2")
@@ -298,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
             f" + Python {run['python_peak_rss_mb']:.0f} MB"
         )
     print(f"Spark floor    {mb['small']:6.0f} MB: {floor['seconds']:6.1f} s")
+    print(
+        f"Spark floor    {mb['middle']:6.0f} MB: {floor_middle['local[2]']:6.1f} s with local[2],"
+        f" {floor_middle['local[1]']:.1f} s with local[1]"
+    )
     print(f"Python parser  {mb['small']:6.0f} MB: {python_seconds:6.1f} s ({python_per_core:5.1f} MB/s, one core)")
     print(
         f"DuckDB         {mb['small']:6.0f} MB: {duck_1['seconds']:6.1f} s with 1 thread ({duckdb_per_core:5.1f} MB/s),"
@@ -306,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Spark marginal per core: {spark_marginal_per_core:.1f} MB/s")
     print()
     print("\n".join(figures))
+    print(
+        f"{'floor job local[2] / local[1] speed-up, ' + format(mb['middle'], '.0f') + ' MB (this machine)':<78} "
+        f"{floor_middle['local[1]'] / floor_middle['local[2]']:8.2f}"
+    )
     print(
         f"{'Spark marginal per core / DuckDB per core (the single-machine anchor)':<78} "
         f"{spark_marginal_per_core / duckdb_per_core:8.2f}"

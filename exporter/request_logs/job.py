@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -25,6 +26,8 @@ log = logging.getLogger("exporter.request_logs")
 #: Tables written as Parquet; the ones in CSV_TABLES also as one CSV file each.
 TABLES = ("clients", "api_usage", "upgrade_impact", "group_protocols", "malformed", "rejections")
 CSV_TABLES = TABLES
+#: Tables with a meaningful row order (kept in their CSV; the report lists their first rows).
+TABLE_ORDER = {"rejections": server_log.REJECTION_ORDER}
 REPORT_FILE = "report.html"
 REPORT_TOP = 25
 
@@ -233,16 +236,23 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
         built = build_tables(spark, options.inputs, options.target_release, policy)
         milestones["parsed"] = time.monotonic() - started
         try:
+            written: dict[str, DataFrame] = {}
             for name, df in built.by_name().items():
                 sc.setJobDescription(f"write {name}")
                 outputs[name] = output.write_parquet(df, options.output, name)
                 milestones[name] = time.monotonic() - started
+                # The CSV and the report read the table just written: computing it again from the groups would
+                # repeat its aggregations, and the CSV's single partition would run them in one task.
+                written[name] = spark.read.parquet(outputs[name])
+                if name in TABLE_ORDER:  # Parquet files are not read back in the order they were written
+                    written[name] = written[name].orderBy(*TABLE_ORDER[name])
                 if options.write_csv and name in CSV_TABLES:
-                    outputs[f"{name}.csv"] = output.write_single_csv(spark, df, options.output, name)
+                    outputs[f"{name}.csv"] = output.write_single_csv(spark, written[name], options.output, name)
                 log.info("wrote %s", name)
             sc.setJobDescription("report")
-            totals = _totals(built)
-            html_text = report.render(_report_data(built, options.target_release, totals))
+            tables_written = dataclasses.replace(built, **written)
+            totals = _totals(tables_written)
+            html_text = report.render(_report_data(tables_written, options.target_release, totals))
             outputs["report"] = output.write_text(spark, options.output, REPORT_FILE, html_text)
         finally:
             built.unpersist()

@@ -112,6 +112,10 @@ def _joined_set(column: str) -> Column:
     return F.array_join(F.array_sort(F.collect_set(column)), ",")
 
 
+#: The table's order (the report lists the first rows).
+REJECTION_ORDER = ("time", "broker_file", "connection")
+
+
 def rejections(rejected: DataFrame, usage: DataFrame) -> DataFrame:
     """``parse_rejections`` rows with what the request logs say of them (``usage`` is ``tables.resolved_usage``):
     the listener that accepted the connection (by its local address:port), and the client: by the connection id
@@ -153,5 +157,5 @@ def rejections(rejected: DataFrame, usage: DataFrame) -> DataFrame:
             pick(seen.software_version, "host_software_version").alias("software_version"),
         )
         .select(*REJECTION_COLUMNS)
-        .orderBy("time", "broker_file", "connection")
+        .orderBy(*REJECTION_ORDER)
     )
