@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import os
 import subprocess
@@ -15,7 +16,7 @@ from bench import reference_parser
 from exporter.kafka_releases.upgrade_target import upgrade_target
 from exporter.policy import load_policy
 from exporter.request_logs import log_format as lf
-from exporter.request_logs.job import InventoryTables, build_tables
+from exporter.request_logs.job import InventoryOptions, InventoryTables, build_tables, run_inventory
 from exporter.request_logs.tables import CLIENT_KEY
 from tests.support import request_log_fixtures as fx
 
@@ -248,6 +249,25 @@ def test_rejections_from_server_log_joined_to_the_request_log(spark, tmp_path: P
     assert by_connection[sl.R_ROLLED]["broker_file"].endswith("server.log.2026-03-20-09.gz")
     unknown = by_connection[sl.R_UNKNOWN]
     assert (unknown["matched_by"], unknown["client_id"], unknown["listener"]) == (None, None, None)
+
+
+def test_rejections_csv_and_report_keep_the_time_order(spark, tmp_path: Path) -> None:
+    """The CSV and the report read the table back from its Parquet files, which Spark does not read back in the
+    order it wrote them: the rows must still come oldest first, as in the table."""
+    from tests.support import server_log_fixtures as sl
+
+    out = tmp_path / "out"
+    summary = run_inventory(
+        spark, InventoryOptions(inputs=[str(sl.write_rejection_fixture(tmp_path))], output=str(out))
+    )
+    assert summary.rejections == 4
+    with (out / "rejections.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["connection"] for r in rows] == [sl.R_ROLLED, sl.R_CONNECTION, sl.R_HOST, sl.R_UNKNOWN]
+    assert [r["time"] for r in rows] == sorted(r["time"] for r in rows)
+    report = (out / "report.html").read_text(encoding="utf-8")
+    positions = [report.index(connection) for connection in (sl.R_ROLLED, sl.R_CONNECTION, sl.R_HOST, sl.R_UNKNOWN)]
+    assert positions == sorted(positions)
 
 
 def test_info_only_logs_still_name_the_blockers(spark) -> None:
