@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         import duckdb  # noqa: F401  # the baseline only; the job never uses it
     except ImportError:
         raise SystemExit(
-            "bench_inventory: DuckDB (the baseline) is missing: .venv/bin/pip install -e '.[bench]'"
+            "bench_inventory: DuckDB (the baseline) is missing: run scripts/setup.sh (it installs the bench extra)"
         ) from None
 
     datasets = [_dataset(args.data_dir, mb, args.clients) for mb in args.sizes]
