@@ -74,7 +74,6 @@ class InventoryTables:
     def unpersist(self) -> None:
         self.usage.unpersist()
         self.groups.unpersist()
-        self.rejections.unpersist()
 
 
 _API_NAMES_SCHEMA = T.StructType([T.StructField("api_key", T.IntegerType()), T.StructField("api_name", T.StringType())])
@@ -102,11 +101,7 @@ def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str
         upgrade_impact=upgrade.upgrade_impact(spark, clients, usage, api_usage, target, policy),
         group_protocols=tables.group_protocols(usage),
         malformed=tables.malformed(groups),
-        # Written as Parquet and CSV, counted and shown in the report: kept, so the server.log files (every line a
-        # broker logs, not only rejections) are read once.
-        rejections=server_log.rejections(
-            server_log.parse_rejections(server_log.read_events(spark, inputs)), usage
-        ).persist(StorageLevel.MEMORY_AND_DISK),
+        rejections=server_log.rejections(server_log.parse_rejections(server_log.read_events(spark, inputs)), usage),
     )
 
 
