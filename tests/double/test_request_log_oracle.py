@@ -37,6 +37,20 @@ ORACLE = Path(__file__).resolve().parents[1] / "support" / "RequestLogOracle.jav
 COMPARED = ("requestHeader", "request", "response")
 CLIENT_METRICS = 16  # ConfigResource.Type
 INVALID_REQUEST = 42
+# Software names and versions around KIP-511's pattern; Kafka's ApiVersionsRequest.isValid() judges them.
+KIP_511_CASES = [
+    ("a", "1"),
+    ("A9.z-x", "1.0.0-SNAPSHOT"),
+    ("-bad", "1"),
+    ("bad-", "1"),
+    ("my_client", "1"),
+    ("my client", "1"),
+    ("client", "1.0+build"),
+    ("client", ""),
+    ("", "1"),
+    ("clïent", "1"),
+    ("x" * 300, "1"),
+]
 UNSUPPORTED_VERSION = 35
 
 
@@ -64,7 +78,7 @@ def oracle(kafka_clients: str, completed: list[CompletedRequest]) -> list[dict[s
 
 def legacy_and_exporter_requests(port: int, release: str) -> None:
     """What no client library installed here sends: deprecated versions (3.9), an ApiVersions above the broker's
-    range and one with a name KIP-511 refuses, and the exporter's client-metrics calls."""
+    range, names around KIP-511's pattern, and the exporter's client-metrics calls."""
     with RawConnection(port) as conn:
         conn.request(ApiVersionsRequest(version=0), client_id="legacy-billing")
         conn.request(MetadataRequest(version=1, topics=None), client_id="legacy-billing")
@@ -82,8 +96,9 @@ def legacy_and_exporter_requests(port: int, release: str) -> None:
             )
         )
         conn.recv_frame()
-    with RawConnection(port) as conn:
-        conn.request(ApiVersionsRequest(version=3, client_software_name="-bad name", client_software_version="1"))
+    for name, version in KIP_511_CASES:
+        with RawConnection(port) as conn:
+            conn.request(ApiVersionsRequest(version=3, client_software_name=name, client_software_version=version))
     with RawConnection(port) as conn:
         conn.request(
             ApiVersionsRequest(
@@ -155,6 +170,9 @@ def test_the_double_logs_what_kafkas_json_converters_write(
         if "error" in kafka:
             differences.append(f"{what}: kafka-clients {release} cannot read it: {kafka['error']}")
             continue
+        if "valid" in kafka and (body["response"]["errorCode"] == INVALID_REQUEST) == kafka["valid"]:
+            name, code = body["request"].get("clientSoftwareName"), body["response"]["errorCode"]
+            differences.append(f"{what}: {name!r} is valid to Kafka: {kafka['valid']}; the double answered {code}")
         differences += [
             f"{what}: {field}\n  double: {json.dumps(body[field])}\n  kafka:  {json.dumps(kafka[field])}"
             for field in COMPARED

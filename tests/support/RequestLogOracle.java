@@ -5,7 +5,9 @@
 // Usage: java -cp <kafka-clients jar>:<slf4j-api jar>:<jackson jars> RequestLogOracle.java
 //   stdin, one line per request: <request frame as hex (header + body, no size)> TAB <response version> TAB
 //                                <response body as hex (no size, no header)>; a response of "-" means none
-//   stdout, one line each:       {"requestHeader":..,"request":..,"response":..} or {"error":".."}
+//   stdout, one line each:       {"requestHeader":..,"request":..,"response":..} or {"error":".."}; an ApiVersions
+//                                line adds "valid": ApiVersionsRequest.isValid(), KIP-511's check of the name and
+//                                version the broker answers with INVALID_REQUEST when false
 //
 // The broker's own code around the converters (kafka.network.RequestConvertToJson) is server code, not in the jar;
 // what it does is copied here, with its lines:
@@ -38,6 +40,7 @@ import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.requests.AbstractRequest;
 import org.apache.kafka.common.requests.AbstractResponse;
+import org.apache.kafka.common.requests.ApiVersionsRequest;
 import org.apache.kafka.common.requests.RequestContext;
 import org.apache.kafka.common.requests.RequestHeader;
 import org.apache.kafka.common.security.auth.KafkaPrincipal;
@@ -65,6 +68,9 @@ public class RequestLogOracle {
                 AbstractRequest request = context.parseRequest(frame).request;
                 out.set("requestHeader", headerNode(header));
                 out.set("request", write(request.data(), request.version(), header.apiKey() == ApiKeys.PRODUCE));
+                if (request instanceof ApiVersionsRequest apiVersions) {
+                    out.put("valid", apiVersions.isValid());
+                }
                 if (f[2].equals("-")) {
                     out.set("response", new TextNode(""));
                 } else {
