@@ -64,6 +64,7 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.rmi.server.RMIClientSocketFactory;
 import java.rmi.server.RMIServerSocketFactory;
 import java.security.KeyFactory;
@@ -105,15 +106,12 @@ import javax.management.MBeanServer;
 import javax.management.MBeanServerFactory;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
-import javax.management.remote.JMXAuthenticator;
 import javax.management.remote.JMXConnectorServer;
-import javax.management.remote.JMXPrincipal;
 import javax.management.remote.JMXServiceURL;
 import javax.management.remote.rmi.RMIConnectorServer;
 import javax.management.remote.rmi.RMIJRMPServerImpl;
 import javax.management.MBeanServerBuilder;
 import javax.management.MBeanServerDelegate;
-import javax.security.auth.Subject;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -219,38 +217,29 @@ public class MBeanHost {
     }
 
     // ---------------------------------------------------------------------------------------------
-    // Authentication: a single user/password, with the JDK's own failure messages.
+    // Authentication: the JDK's own, from a password file, as a broker started with
+    // -Dcom.sun.management.jmxremote.authenticate=true and ...jmxremote.password.file=<file>.
     // ---------------------------------------------------------------------------------------------
 
     /**
-     * Accepts exactly one user/password pair. The messages copy the JDK's file-based authenticator
-     * (com.sun.jmx.remote.security.JMXPluggableAuthenticator), so a client sees the same errors as
-     * against a broker started with -Dcom.sun.management.jmxremote.authenticate=true.
+     * A one-line password file for the JDK's file-based authenticator. Given "jmx.remote.x.password.file" in its
+     * environment and no authenticator of its own, the JDK's RMIServerImpl checks every new client with
+     * com.sun.jmx.remote.security.JMXPluggableAuthenticator (FileLoginModule), so clients get the JDK's own
+     * failure messages. No access file: every authenticated user may read, as with a broker whose
+     * jmxremote.access file grants its monitoring user readonly.
      */
-    static final class SinglePasswordAuthenticator implements JMXAuthenticator {
-        private final String user;
-        private final String password;
-
-        SinglePasswordAuthenticator(String user, String password) {
-            this.user = user;
-            this.password = password;
+    static Path passwordFile(int brokerId, String user, String password) throws IOException, CommandException {
+        for (String field : new String[] {user, password}) {
+            if (field.isEmpty() || field.chars().anyMatch(Character::isWhitespace)) {
+                throw new CommandException("BROKER " + brokerId + ": a JMX user or password for a password file "
+                    + "cannot be empty or hold whitespace");
+            }
         }
-
-        @Override
-        public Subject authenticate(Object credentials) {
-            if (credentials == null) {
-                throw new SecurityException("Authentication failed! Credentials required");
-            }
-            if (!(credentials instanceof String[] pair) || pair.length != 2) {
-                throw new SecurityException("Authentication failed! Credentials should be String[]");
-            }
-            if (!user.equals(pair[0]) || !password.equals(pair[1])) {
-                throw new SecurityException("Authentication failed! Invalid username or password");
-            }
-            return new Subject(true, Set.of(new JMXPrincipal(user)), Set.of(), Set.of());
-        }
+        Path file = Files.createTempFile("kafka-double-jmx-" + brokerId + "-", ".password",
+            PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        Files.writeString(file, user + " " + password + "\n", StandardCharsets.UTF_8);
+        return file;
     }
-
 
     // ---------------------------------------------------------------------------------------------
     // Routing Kafka's JmxReporter to the broker whose metrics are being changed.
@@ -402,6 +391,7 @@ public class MBeanHost {
         final Map<String, KafkaLikeMBean> mbeans = new HashMap<>();
         Registry registry;
         JMXConnectorServer connectorServer;
+        Path passwordFile;
         SocketServerMetrics socketServer;
 
         /** Runs Kafka's metric code for this broker: MBeans it registers or removes land in this broker. */
@@ -440,18 +430,21 @@ public class MBeanHost {
          * the stub object directly into the local registry, as the JDK's own JMX agent does
          * (ConnectorBootstrap), gives clients the same view without that overhead.
          */
-        void start(String user, String password) throws IOException {
+        void start(String user, String password) throws IOException, CommandException {
             start(user, password, port, null, null);
         }
 
         /** With `serverSockets` (TLS): the RMI server object on `rmiPort`, its stub carrying `clientSockets`. */
         void start(String user, String password, int rmiPort, RMIClientSocketFactory clientSockets,
-                RMIServerSocketFactory serverSockets) throws IOException {
+                RMIServerSocketFactory serverSockets) throws IOException, CommandException {
+            if (user != null) {
+                passwordFile = passwordFile(id, user, password);
+            }
             registry = LocateRegistry.createRegistry(port);
             try {
                 Map<String, Object> env = new HashMap<>();
-                if (user != null) {
-                    env.put(JMXConnectorServer.AUTHENTICATOR, new SinglePasswordAuthenticator(user, password));
+                if (passwordFile != null) {
+                    env.put("jmx.remote.x.password.file", passwordFile.toString());
                 }
                 RMIJRMPServerImpl serverImpl = new RMIJRMPServerImpl(rmiPort, clientSockets, serverSockets, env);
                 // A URL without a /jndi/ path: the connector server only exports serverImpl.
@@ -498,6 +491,14 @@ public class MBeanHost {
                     // already gone
                 }
                 registry = null;
+            }
+            if (passwordFile != null) {
+                try {
+                    Files.deleteIfExists(passwordFile);
+                } catch (IOException e) {
+                    System.err.println("broker " + id + ": cannot delete " + passwordFile + ": " + e);
+                }
+                passwordFile = null;
             }
         }
 

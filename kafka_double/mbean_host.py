@@ -217,6 +217,9 @@ class MBeanHost:
                 _check_field(what, text)
                 if text == "-":
                     raise ValueError(f"{what} '-' is reserved by the protocol (it means 'none')")
+                if not text or any(ch.isspace() for ch in text):
+                    # One "user password" line of the JDK's password file (MBeanHost.passwordFile).
+                    raise ValueError(f"JMX {what} {text!r} must be non-empty and hold no whitespace")
         line = f"BROKER\t{broker_id}\t{port}\t{user or '-'}\t{password or '-'}"
         if tls is not None:
             files = [tls.cert_file, tls.key_file] + ([tls.client_ca_file] if tls.client_ca_file else [])

@@ -112,10 +112,15 @@ def test_password_protected_broker(host: MBeanHost) -> None:
     host.sync()
 
     assert [q.value for q in query(url, SOCKET_SERVER_PATTERN, "connections", "monitor", "s3cret")] == [7]
-    with pytest.raises(subprocess.CalledProcessError):
+    # The JDK's own file-based authenticator answers, as on a broker with jmxremote.password.file.
+    with pytest.raises(subprocess.CalledProcessError) as wrong:
         query(url, SOCKET_SERVER_PATTERN, "connections", "monitor", "wrong")
-    with pytest.raises(subprocess.CalledProcessError):
+    assert "Authentication failed! Invalid username or password" in wrong.value.stderr.decode()
+    with pytest.raises(subprocess.CalledProcessError) as anonymous:
         query(url, SOCKET_SERVER_PATTERN, "connections")
+    assert "Authentication failed! Credentials required" in anonymous.value.stderr.decode()
+    host.stop_broker(20)
+    assert not list(Path("/tmp").glob("kafka-double-jmx-20-*.password"))  # java.io.tmpdir on Linux: none left
 
 
 def test_stop_closes_the_port_and_restart_works(host: MBeanHost) -> None:
@@ -163,6 +168,9 @@ def test_errors_are_reported(host: MBeanHost) -> None:
         with pytest.raises(ValueError):
             host.set(40, bad, "connections", 1)
         with pytest.raises(ValueError):
+            host.add_broker(42, free_port(), user="u", password=bad)
+    for bad in ("two words", ""):
+        with pytest.raises(ValueError, match="no whitespace"):
             host.add_broker(42, free_port(), user="u", password=bad)
     with pytest.raises(ValueError):
         host.set(40, CONNECTIONS_MBEAN, "connections", 2**31)
