@@ -231,8 +231,8 @@ public class MBeanHost {
     static Path passwordFile(int brokerId, String user, String password) throws IOException, CommandException {
         for (String field : new String[] {user, password}) {
             if (field.isEmpty() || field.chars().anyMatch(Character::isWhitespace)) {
-                throw new CommandException("BROKER " + brokerId + ": a JMX user or password for a password file "
-                    + "cannot be empty or hold whitespace");
+                throw new CommandException("a JMX user or password for a password file cannot be empty or hold "
+                    + "whitespace");
             }
         }
         Path file = Files.createTempFile("kafka-double-jmx-" + brokerId + "-", ".password",
@@ -440,8 +440,8 @@ public class MBeanHost {
             if (user != null) {
                 passwordFile = passwordFile(id, user, password);
             }
-            registry = LocateRegistry.createRegistry(port);
             try {
+                registry = LocateRegistry.createRegistry(port);
                 Map<String, Object> env = new HashMap<>();
                 if (passwordFile != null) {
                     env.put("jmx.remote.x.password.file", passwordFile.toString());

@@ -153,6 +153,9 @@ def test_errors_are_reported(host: MBeanHost) -> None:
         host.add_broker(40, free_port())
     with pytest.raises(RuntimeError, match=f"cannot open port {port}"):
         host.add_broker(41, port)
+    with pytest.raises(RuntimeError, match=f"cannot open port {port}"):
+        host.add_broker(43, port, user="monitor", password="s3cret")
+    assert not list(Path("/tmp").glob("kafka-double-jmx-43-*.password"))  # the failed broker left no credential
     with pytest.raises(RuntimeError, match="not running"):
         host.stop_broker(41)
 
