@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +28,17 @@ from kafka_double.clients import ClientMix, available_kinds
 from kafka_double.kafka_jars import kafka_clients_classpath
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
+from kafka_double.releases import get_release
 from kafka_double.request_log import CompletedRequest, RequestLog
 
 pytestmark = pytest.mark.slow
 
 ORACLE = Path(__file__).resolve().parents[1] / "support" / "RequestLogOracle.java"
 COMPARED = ("requestHeader", "request", "response")
+API_VERSIONS = 18
 CLIENT_METRICS = 16  # ConfigResource.Type
 INVALID_REQUEST = 42
+UNSUPPORTED_VERSION = 35
 # Software names and versions around KIP-511's pattern; Kafka's ApiVersionsRequest.isValid() judges them.
 KIP_511_CASES = [
     ("a", "1"),
@@ -51,7 +53,6 @@ KIP_511_CASES = [
     ("clïent", "1"),
     ("x" * 300, "1"),
 ]
-UNSUPPORTED_VERSION = 35
 
 
 def oracle(kafka_clients: str, completed: list[CompletedRequest]) -> list[dict[str, Any]]:
@@ -86,15 +87,12 @@ def legacy_and_exporter_requests(port: int, release: str) -> None:
             produce = ProduceRequest(version=2, acks=1, timeout_ms=30000, topic_data=[])
             conn.request(produce, client_id="legacy-billing")
         conn.request(FindCoordinatorRequest(version=1, key="orders", key_type=0), client_id="legacy-billing")
+    own = get_release(release).api(API_VERSIONS)
+    assert own is not None
     with RawConnection(port) as conn:
-        # One above what either release serves: answered as an empty v0 request with UNSUPPORTED_VERSION.
-        above = ApiVersionsRequest.max_version
-        conn.send(
-            _framed(
-                ApiVersionsRequest(version=3, client_software_name="probe", client_software_version="1"),
-                api_version=above + 1,
-            )
-        )
+        # One above the broker's range: answered as an empty v0 request with UNSUPPORTED_VERSION.
+        future = ApiVersionsRequest(version=3, client_software_name="probe", client_software_version="1")
+        conn.send(_framed(future, api_version=own.max_version + 1))
         conn.recv_frame()
     for name, version in KIP_511_CASES:
         with RawConnection(port) as conn:
@@ -131,11 +129,14 @@ def _framed(message: ApiVersionsRequest, api_version: int) -> bytes:
     return bytes(frame)
 
 
-@pytest.fixture(params=["4.3.0", "3.9.0"])
-def logged(
-    request: pytest.FixtureRequest, mbean_host: MBeanHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[str, list[tuple[dict[str, Any], CompletedRequest]]]]:
+Logged = tuple[str, list[tuple[dict[str, Any], CompletedRequest]]]
+
+
+@pytest.fixture(scope="module", params=["4.3.0", "3.9.0"])
+def logged(request: pytest.FixtureRequest, mbean_host: MBeanHost, tmp_path_factory: pytest.TempPathFactory) -> Logged:
+    """Each line the double logged for one broker of that release, with what it logged it from."""
     release: str = request.param
+    logs = tmp_path_factory.mktemp(f"request-logs-{release}")
     completed: list[CompletedRequest] = []
     write = RequestLog.write
 
@@ -143,24 +144,24 @@ def logged(
         completed.append(c)
         write(log, c)
 
-    monkeypatch.setattr(RequestLog, "write", keep)
-    with DoubleCluster([BrokerSpec(1, release=release)], mbean_host=mbean_host, request_log_dir=tmp_path) as double:
-        double.configs.put_subscription(Subscription("cpu", metrics=("org.apache.kafka.producer.",), interval_ms=1000))
-        with ClientMix(double.bootstrap(), available_kinds()):
-            pass  # every client bootstrapped (READY), then closed
-        legacy_and_exporter_requests(double.broker(1).listener_port("PLAINTEXT"), release)
-        double.sync()
-    lines = (tmp_path / "broker-1" / "kafka-request.log").read_text(encoding="utf-8").splitlines()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RequestLog, "write", keep)
+        with DoubleCluster([BrokerSpec(1, release=release)], mbean_host=mbean_host, request_log_dir=logs) as double:
+            subscription = Subscription("cpu", metrics=("org.apache.kafka.producer.",), interval_ms=1000)
+            double.configs.put_subscription(subscription)
+            with ClientMix(double.bootstrap(), available_kinds()):
+                pass  # every client bootstrapped (READY), then closed
+            legacy_and_exporter_requests(double.broker(1).listener_port("PLAINTEXT"), release)
+            double.sync()
+    lines = (logs / "broker-1" / "kafka-request.log").read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(completed)
     bodies = [
         json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]) for line in lines
     ]
-    yield release, list(zip(bodies, completed, strict=True))
+    return release, list(zip(bodies, completed, strict=True))
 
 
-def test_the_double_logs_what_kafkas_json_converters_write(
-    logged: tuple[str, list[tuple[dict[str, Any], CompletedRequest]]],
-) -> None:
+def test_the_double_logs_what_kafkas_json_converters_write(logged: Logged) -> None:
     release, lines = logged
     answers = oracle(release, [c for _, c in lines])
     differences = []
@@ -181,9 +182,7 @@ def test_the_double_logs_what_kafkas_json_converters_write(
     assert not differences, "\n".join(differences)
 
 
-def test_the_oracle_saw_every_kind_of_request_the_double_answers(
-    logged: tuple[str, list[tuple[dict[str, Any], CompletedRequest]]],
-) -> None:
+def test_the_oracle_saw_every_kind_of_request_the_double_answers(logged: Logged) -> None:
     """Without this a double that logged nothing would pass the comparison."""
     release, lines = logged
     # ApiVersions, Metadata, Produce, InitProducerId, FindCoordinator, DescribeCluster, DescribeConfigs, key 74
