@@ -12,7 +12,8 @@ hourly roll-over name.
 ``synthetic/``: JoinGroup and SyncGroup lines. The double serves no group APIs, so these are rendered by the
 double's own request-log writer (kafka_double.request_log.format_line) from kafka-python JoinGroup/SyncGroup
 messages for a Java consumer group and a Connect group, without a connection behind them. Every line there
-is synthetic; every line under ``double/`` was produced by a real request.
+is synthetic (the 3.9 ones are checked against kafka-clients 3.9.0's JSON converters by
+tests/double/test_request_log_oracle.py); every line under ``double/`` was produced by a real request.
 
 ``../request-logs-info-only/``: what broker 2 writes with ``kafka.request.logger`` at INFO once it runs 3.9.1, the
 first 3.9 release with KAFKA-18272 (backport 22a9127fe1): only the requests in a deprecated version, each at INFO.
@@ -87,8 +88,8 @@ def _real_logs(target: Path) -> None:
     old.unlink()
 
 
-def _group_line(release: str, frame: RequestFrame, request, response, connection: str, software: tuple[str, str]):
-    completed = CompletedRequest(
+def _group_request(frame: RequestFrame, request, response, connection: str, software: tuple[str, str]):
+    return CompletedRequest(
         frame=frame,
         api_name="JoinGroup" if frame.api_key == 11 else "SyncGroup",
         request=request,
@@ -102,12 +103,12 @@ def _group_line(release: str, frame: RequestFrame, request, response, connection
         handled_at=0.0004,
         sent_at=0.0006,
     )
-    return format_line(get_release(release), completed, wall_time=1767261600.0 + frame.correlation_id)
 
 
-def _synthetic_groups(target: Path) -> None:
-    """A Java 3.9 consumer (range/cooperative-sticky) and a Connect 2.6 worker (sessioned) joining groups."""
-    lines = []
+def synthetic_group_requests() -> list[tuple[str, CompletedRequest]]:
+    """A Java 3.9 consumer (range/cooperative-sticky) and a Connect 2.6 worker (sessioned) joining groups, each
+    request with the release of the broker that logs it (tests/double/test_request_log_oracle.py reads them)."""
+    completed = []
     members = [
         (
             "3.9.0",
@@ -186,7 +187,15 @@ def _synthetic_groups(target: Path) -> None:
             assert advertised is not None, f"release {rel.version} has no API {api_key}"
             header_version = 2 if advertised.is_flexible(version) else 1
             frame = RequestFrame(api_key, version, correlation, client_id, header_version, b"")
-            lines.append(_group_line(release, frame, request, response, conn, software))
+            completed.append((release, _group_request(frame, request, response, conn, software)))
+    return completed
+
+
+def _synthetic_groups(target: Path) -> None:
+    lines = [
+        format_line(get_release(release), c, wall_time=1767261600.0 + c.frame.correlation_id)
+        for release, c in synthetic_group_requests()
+    ]
     out = target / "broker-9" / "kafka-request.log"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -11,6 +11,8 @@ Only releases whose kafka-clients is at hand can be checked: the jar's own range
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -25,7 +27,7 @@ from kafka.protocol.producer import ProduceRequest
 from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.client_metrics import Subscription
 from kafka_double.clients import ClientMix, available_kinds
-from kafka_double.kafka_jars import kafka_clients_classpath
+from kafka_double.kafka_jars import KAFKA_CLIENTS_VERSIONS, kafka_clients_classpath
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
 from kafka_double.releases import get_release
@@ -34,6 +36,7 @@ from kafka_double.request_log import CompletedRequest, RequestLog
 pytestmark = pytest.mark.slow
 
 ORACLE = Path(__file__).resolve().parents[1] / "support" / "RequestLogOracle.java"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "request-logs"
 COMPARED = ("requestHeader", "request", "response")
 API_VERSIONS = 18
 CLIENT_METRICS = 16  # ConfigResource.Type
@@ -53,6 +56,11 @@ KIP_511_CASES = [
     ("clïent", "1"),
     ("x" * 300, "1"),
 ]
+
+
+def logged_json(line: str) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+    return body
 
 
 def oracle(kafka_clients: str, completed: list[CompletedRequest]) -> list[dict[str, Any]]:
@@ -155,10 +163,7 @@ def logged(request: pytest.FixtureRequest, mbean_host: MBeanHost, tmp_path_facto
             double.sync()
     lines = (logs / "broker-1" / "kafka-request.log").read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(completed)
-    bodies = [
-        json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]) for line in lines
-    ]
-    return release, list(zip(bodies, completed, strict=True))
+    return release, list(zip(map(logged_json, lines), completed, strict=True))
 
 
 def test_the_double_logs_what_kafkas_json_converters_write(logged: Logged) -> None:
@@ -192,3 +197,29 @@ def test_the_oracle_saw_every_kind_of_request_the_double_answers(logged: Logged)
     assert {0, INVALID_REQUEST, UNSUPPORTED_VERSION} <= errors
     assert any(body["requestHeader"].get("requestApiVersionDeprecated") for body, _ in lines) == (release == "3.9.0")
     assert {body["clientInformation"]["softwareName"] for body, _ in lines} >= {"apache-kafka-java", "unknown"}
+
+
+def test_the_synthetic_sample_lines_are_what_kafka_would_log() -> None:
+    """samples/request-logs/synthetic is rendered from kafka-python messages with no connection behind them; its
+    JSON-form lines must hold what kafka-clients of their release writes for those messages' bytes."""
+    spec = importlib.util.spec_from_file_location("generate_samples", SAMPLES / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    sample = (SAMPLES / "synthetic" / "broker-9" / "kafka-request.log").read_text(encoding="utf-8").splitlines()
+    json_form = [logged_json(line) for line in sample if "Completed request:{" in line]  # 2.6's are text
+    committed = {body["requestHeader"]["correlationId"]: body for body in json_form}
+    checked = 0
+    for release in KAFKA_CLIENTS_VERSIONS:
+        completed = []
+        for logged_by, c in generator.synthetic_group_requests():
+            if logged_by != release:
+                continue
+            c.request.with_header(correlation_id=c.frame.correlation_id, client_id=c.frame.client_id)
+            raw = bytes(c.request.encode(header=True))
+            completed.append(dataclasses.replace(c, frame=dataclasses.replace(c.frame, raw=raw)))
+        for c, kafka in zip(completed, oracle(release, completed), strict=True):
+            line = committed[c.frame.correlation_id]
+            assert {field: line[field] for field in COMPARED} == kafka, f"{c.api_name} v{c.frame.api_version}"
+            checked += 1
+    assert checked >= 2  # the 3.9 consumer's JoinGroup and SyncGroup
