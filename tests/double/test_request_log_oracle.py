@@ -218,7 +218,7 @@ def test_the_synthetic_sample_lines_are_what_kafka_would_log() -> None:
             c.request.with_header(correlation_id=c.frame.correlation_id, client_id=c.frame.client_id)
             raw = bytes(c.request.encode(header=True))
             completed.append(dataclasses.replace(c, frame=dataclasses.replace(c.frame, raw=raw)))
-        for c, kafka in zip(completed, oracle(release, completed), strict=True):
+        for c, kafka in zip(completed, oracle(release, completed) if completed else [], strict=True):
             line = committed[c.frame.correlation_id]
             assert {field: line[field] for field in COMPARED} == kafka, f"{c.api_name} v{c.frame.api_version}"
             checked += 1
