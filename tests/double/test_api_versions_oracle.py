@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from exporter.kafka_releases.inference import infer_release
 from kafka_double import BrokerSpec, DoubleCluster
-from kafka_double.kafka_jars import kafka_clients_classpath
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
 from kafka_double.releases import KRAFT, ZOOKEEPER
+from tests.support.kafka_oracles import API_VERSIONS_ORACLE, run_oracle
 
 pytestmark = pytest.mark.slow
 
-ORACLE = Path(__file__).resolve().parents[1] / "support" / "ApiVersionsOracle.java"
 Ranges = dict[int, tuple[int, int]]
 
 # (kafka-clients jar, ListenerType of the broker's client listener, the double's release and mode). 3.9's ApiKeys
@@ -39,15 +36,7 @@ CASES = [
 
 @functools.cache
 def oracle(kafka_clients: str, listener_type: str) -> Ranges:
-    done = subprocess.run(
-        ["java", "-cp", kafka_clients_classpath(kafka_clients), str(ORACLE), listener_type],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout)
+    answer = json.loads(run_oracle(API_VERSIONS_ORACLE, kafka_clients, listener_type))
     assert (answer["kafka_clients"], answer["listener"]) == (kafka_clients, listener_type)
     return {a["api_key"]: (a["min_version"], a["max_version"]) for a in answer["api_keys"]}
 

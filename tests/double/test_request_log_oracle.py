@@ -12,9 +12,7 @@ Only releases whose kafka-clients is at hand can be checked: the jar's own range
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +25,16 @@ from kafka.protocol.producer import ProduceRequest
 from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.client_metrics import Subscription
 from kafka_double.clients import ClientMix, available_kinds
-from kafka_double.kafka_jars import KAFKA_CLIENTS_VERSIONS, kafka_clients_classpath
+from kafka_double.kafka_jars import KAFKA_CLIENTS_VERSIONS
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.raw_client import RawConnection
 from kafka_double.releases import get_release
 from kafka_double.request_log import CompletedRequest, RequestLog
+from tests.support.kafka_oracles import REQUEST_LOG_ORACLE, run_oracle
+from tests.support.modules import load_script
 
 pytestmark = pytest.mark.slow
 
-ORACLE = Path(__file__).resolve().parents[1] / "support" / "RequestLogOracle.java"
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "request-logs"
 COMPARED = ("requestHeader", "request", "response")
 API_VERSIONS = 18
@@ -71,17 +70,9 @@ def oracle(kafka_clients: str, completed: list[CompletedRequest]) -> list[dict[s
         response = "-" if c.response is None else bytes(c.response.encode()).hex()
         version = 0 if c.response is None else c.response.version
         lines.append(f"{c.frame.raw.hex()}\t{version}\t{response}")
-    done = subprocess.run(
-        ["java", "-cp", kafka_clients_classpath(kafka_clients, jackson=True), str(ORACLE)],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert len(answers) == len(completed), done.stderr
+    stdout = run_oracle(REQUEST_LOG_ORACLE, kafka_clients, stdin="\n".join(lines) + "\n", jackson=True)
+    answers = [json.loads(line) for line in stdout.splitlines()]
+    assert len(answers) == len(completed)
     return answers
 
 
@@ -202,10 +193,7 @@ def test_the_oracle_saw_every_kind_of_request_the_double_answers(logged: Logged)
 def test_the_synthetic_sample_lines_are_what_kafka_would_log() -> None:
     """samples/request-logs/synthetic is rendered from kafka-python messages with no connection behind them; its
     JSON-form lines must hold what kafka-clients of their release writes for those messages' bytes."""
-    spec = importlib.util.spec_from_file_location("generate_samples", SAMPLES / "generate.py")
-    assert spec is not None and spec.loader is not None
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
+    generator = load_script(SAMPLES / "generate.py", "generate_samples")
     sample = (SAMPLES / "synthetic" / "broker-9" / "kafka-request.log").read_text(encoding="utf-8").splitlines()
     json_form = [logged_json(line) for line in sample if "Completed request:{" in line]  # 2.6's are text
     committed = {body["requestHeader"]["correlationId"]: body for body in json_form}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from exporter.request_logs import log_format as lf
 from exporter.request_logs.job import InventoryOptions, InventoryTables, build_tables, run_inventory
 from exporter.request_logs.tables import CLIENT_KEY
 from tests.support import request_log_fixtures as fx
+from tests.support.modules import load_script
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
@@ -129,11 +129,7 @@ def test_equal_to_the_reference_on_generated_logs(spark, tmp_path: Path) -> None
 
 
 def _generated_logs(root: Path, megabytes: float, clients: int) -> Path:
-    spec = importlib.util.spec_from_file_location("inventory_logs", REPO / "bench" / "inventory_logs.py")
-    assert spec is not None and spec.loader is not None
-    generator = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = generator  # its dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(generator)
+    generator = load_script(REPO / "bench" / "inventory_logs.py", "inventory_logs")
     generator.generate(root, int(megabytes * 1_000_000), clients=clients)
     return root
 
