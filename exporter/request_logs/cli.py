@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from exporter.kafka_releases.table import UnknownReleaseError
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, check_target_release
 
+EXIT_FAILED = 1
 EXIT_USAGE = 2
 log = logging.getLogger("exporter.request_logs")
 
@@ -25,7 +27,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="kafka-request.log* files (plain or .gz), directories (searched recursively) or globs; any Hadoop "
         "file system URI works; repeatable",
     )
-    parser.add_argument("--output", required=True, metavar="DIR", help="output directory (tables are overwritten)")
+    parser.add_argument(
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="output directory: each run's tables go to DIR/runs/<id>/, published all at once in "
+        "DIR/publication.json and DIR/current",
+    )
+    parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="read only the log files that are new or grew since the last --incremental run on the same --output "
+        "(state kept under it); the tables still cover every file those runs read, deleted ones included",
+    )
+    parser.add_argument(
+        "--forget-before",
+        type=_forget_before,
+        default=None,
+        metavar="DATE",
+        help="with --incremental: drop what files whose newest line is older than DATE (YYYY-MM-DD or "
+        "YYYY-MM-DDTHH:MM, the brokers' log time) contributed",
+    )
     parser.add_argument(
         "--target-release",
         default=DEFAULT_TARGET_RELEASE,
@@ -48,6 +70,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-csv", action="store_true", help="write Parquet only")
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="INFO")
+
+
+def _forget_before(value: str) -> int:
+    """The date as a line_groups time (yyyyMMddHHmmssSSS)."""
+    for pattern in ("%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            moment = datetime.strptime(value, pattern)
+        except ValueError:
+            continue
+        return int(moment.strftime("%Y%m%d%H%M%S")) * 1000
+    raise argparse.ArgumentTypeError(f"{value!r} is not a date; expected YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]")
 
 
 def _spark_conf(pairs: list[str]) -> dict[str, str]:
@@ -85,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
     # pyspark is the optional 'inventory' extra: the daemon's commands must not need it.
     from pyspark.errors import AnalysisException
 
+    from exporter.request_logs.input_files import InputError
     from exporter.request_logs.job import InventoryOptions, run_inventory
+    from exporter.request_logs.publication import PublicationError
     from exporter.request_logs.session import build_session
 
     spark = build_session(args.master, conf)
@@ -98,8 +133,14 @@ def run(args: argparse.Namespace) -> int:
                 target_release=args.target_release,
                 policy_file=args.policy,
                 write_csv=not args.no_csv,
+                incremental=args.incremental,
+                forget_before=args.forget_before,
             ),
         )
+    except (InputError, PublicationError) as exc:
+        # Nothing was published: the last publication and its state are as they were.
+        print(f"kafka-client-exporter inventory: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except AnalysisException as exc:
         # Missing input paths and the like: Spark's first message line says which.
         print(f"kafka-client-exporter inventory: {str(exc).splitlines()[0]}", file=sys.stderr)
@@ -111,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
         f"{summary.blocking_clients:,} blocking {args.target_release}, {summary.policy_clients:,} below the "
         f"version policy, {summary.rejections:,} requests rejected (server.log); {summary.seconds:.1f} s"
     )
+    files = ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in summary.files.items())
+    first, last = summary.time_range
+    print(f"files: {files}; log lines from {first} to {last}")
+    print(f"published: {summary.run_dir}")
     for name, path in summary.outputs.items():
         print(f"  {name}: {path}")
     return 0

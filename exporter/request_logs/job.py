@@ -8,16 +8,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from exporter import __version__
 from exporter.kafka_releases import table
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgrade_target
 from exporter.policy import Policy, load_policy
-from exporter.request_logs import output, parse, report, server_log, tables, upgrade
+from exporter.request_logs import file_state, output, parse, publication, report, segments, server_log, tables, upgrade
+from exporter.request_logs.input_files import InputFile, list_input_files
 from exporter.request_logs.local_rows import local_table
 from exporter.request_logs.progress import ProgressLogger
 
@@ -26,8 +29,18 @@ log = logging.getLogger("exporter.request_logs")
 #: Tables written as Parquet; the ones in CSV_TABLES also as one CSV file each.
 TABLES = ("clients", "api_usage", "upgrade_impact", "group_protocols", "malformed", "rejections")
 CSV_TABLES = TABLES
-#: Tables with a meaningful row order (kept in their CSV; the report lists their first rows).
+#: Tables with a meaningful row order (the report lists their first rows).
 TABLE_ORDER = {"rejections": server_log.REJECTION_ORDER}
+#: Each CSV's rows sorted by these columns (then by the rest), so that two runs over the same logs write the same
+#: bytes whatever the master and the partitioning.
+TABLE_KEYS: dict[str, Sequence[str]] = {
+    "clients": tables.CLIENT_KEY,
+    "api_usage": [*tables.CLIENT_KEY, "api_key", "api_version"],
+    "upgrade_impact": [*tables.CLIENT_KEY, "kind", "reason", "api_key"],
+    "group_protocols": ["group_id", "client_id"],
+    "malformed": ["reason", "file", "line"],
+    "rejections": server_log.REJECTION_ORDER,
+}
 REPORT_FILE = "report.html"
 REPORT_TOP = 25
 
@@ -39,6 +52,10 @@ class InventoryOptions:
     target_release: str = DEFAULT_TARGET_RELEASE
     policy_file: Path | None = None
     write_csv: bool = True
+    #: Read only what is new since the last run on the same output (per-file state under it).
+    incremental: bool = False
+    #: With ``incremental``: drop what files whose newest line is older than this contributed (yyyyMMddHHmmssSSS).
+    forget_before: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,12 @@ class InventorySummary:
     outputs: dict[str, str]
     #: Seconds from the start to each milestone: "parsed" (the one pass over the logs), then each table written.
     milestones: dict[str, float]
+    #: Where the published tables are (OUT/runs/<id>).
+    run_dir: str
+    #: How many input files were listed, read, re-read and skipped (run.json's "files").
+    files: dict[str, int]
+    #: Oldest and newest log line the tables cover.
+    time_range: tuple[str | None, str | None]
 
 
 @dataclass
@@ -83,12 +106,11 @@ def _api_names(spark: SparkSession) -> DataFrame:
     return local_table(spark, sorted(table.api_names().items()), _API_NAMES_SCHEMA)
 
 
-def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str, policy: Policy) -> InventoryTables:
+def derive_tables(
+    spark: SparkSession, groups: DataFrame, rejected: DataFrame, target_release: str, policy: Policy
+) -> InventoryTables:
+    """Every table from the line groups (persisted by the caller) and the parsed server.log rejections."""
     target = upgrade_target(target_release)
-    parsed = parse.parse_lines(parse.read_lines(spark, inputs))
-    groups = tables.line_groups(parsed).persist(StorageLevel.MEMORY_AND_DISK)
-    spark.sparkContext.setJobDescription("pass 1: parse every line, group by connection, client and API")
-    groups.count()
     spark.sparkContext.setJobDescription("inventory tables")
     usage = tables.resolved_usage(groups).persist(StorageLevel.MEMORY_AND_DISK)
     clients = tables.clients(usage)
@@ -101,8 +123,27 @@ def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str
         upgrade_impact=upgrade.upgrade_impact(spark, clients, usage, api_usage, target, policy),
         group_protocols=tables.group_protocols(usage),
         malformed=tables.malformed(groups),
-        rejections=server_log.rejections(server_log.parse_rejections(server_log.read_events(spark, inputs)), usage),
+        rejections=server_log.rejections(rejected, usage),
     )
+
+
+def _read_groups(spark: SparkSession, request_paths: Sequence[str]) -> DataFrame:
+    lines = parse.read_lines(spark, request_paths) if request_paths else parse.no_lines(spark)
+    groups = tables.line_groups(parse.parse_lines(lines)).persist(StorageLevel.MEMORY_AND_DISK)
+    spark.sparkContext.setJobDescription("pass 1: parse every line, group by connection, client and API")
+    groups.count()
+    return groups
+
+
+def _read_rejections(spark: SparkSession, server_paths: Sequence[str]) -> DataFrame:
+    events = server_log.read_events(spark, server_paths) if server_paths else server_log.no_events(spark)
+    return server_log.parse_rejections(events)
+
+
+def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str, policy: Policy) -> InventoryTables:
+    """The tables of a full run over every log file under ``inputs``."""
+    sources = _full_sources(spark, list_input_files(spark, inputs))
+    return derive_tables(spark, sources.groups, sources.rejected, target_release, policy)
 
 
 def _report_data(built: InventoryTables, target_release: str, totals: dict[str, int]) -> report.ReportData:
@@ -220,37 +261,233 @@ def _totals(built: InventoryTables) -> dict[str, int]:
     }
 
 
-def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySummary:
-    started = time.monotonic()
-    upgrade_target(options.target_release)  # fail on a bad release before reading anything
-    policy = load_policy(options.policy_file)
+def _time_range(built: InventoryTables) -> tuple[int | None, int | None]:
+    row = built.groups.agg(F.min("first_ts").alias("first"), F.max("last_ts").alias("last")).first()
+    return (row.first, row.last) if row else (None, None)
+
+
+def _write_outputs(
+    spark: SparkSession, built: InventoryTables, run_dir: str, options: InventoryOptions, started: float
+) -> tuple[dict[str, str], dict[str, float], dict[str, int]]:
     sc = spark.sparkContext
     outputs: dict[str, str] = {}
     milestones: dict[str, float] = {}
-    with ProgressLogger(sc):
-        built = build_tables(spark, options.inputs, options.target_release, policy)
-        milestones["parsed"] = time.monotonic() - started
+    written: dict[str, DataFrame] = {}
+    for name, df in built.by_name().items():
+        sc.setJobDescription(f"write {name}")
+        outputs[name] = output.write_parquet(df, run_dir, name)
+        milestones[name] = time.monotonic() - started
+        # The CSV and the report read the table just written: computing it again from the groups would
+        # repeat its aggregations, and the CSV's single partition would run them in one task.
+        written[name] = spark.read.parquet(outputs[name])
+        if name in TABLE_ORDER:  # Parquet files are not read back in the order they were written
+            written[name] = written[name].orderBy(*TABLE_ORDER[name])
+        if options.write_csv and name in CSV_TABLES:
+            outputs[f"{name}.csv"] = output.write_single_csv(spark, written[name], run_dir, name, TABLE_KEYS[name])
+        log.info("wrote %s", name)
+    sc.setJobDescription("report")
+    tables_written = dataclasses.replace(built, **written)
+    totals = _totals(tables_written)
+    html_text = report.render(_report_data(tables_written, options.target_release, totals))
+    outputs["report"] = output.write_text(spark, run_dir, REPORT_FILE, html_text)
+    return outputs, milestones, totals
+
+
+def _check_output(options: InventoryOptions, published: dict[str, Any] | None) -> None:
+    """Refuse to mix a full run's output with an incremental one, or to extend another job version's state."""
+    where = options.output
+    if options.incremental and not publication.is_local(options.output):
+        raise publication.PublicationError(
+            f"--incremental needs a local or mounted --output directory (its state and lock live on the local file "
+            f"system); {where} is not one"
+        )
+    if options.forget_before is not None and not options.incremental:
+        raise publication.PublicationError("--forget-before applies to the history of --incremental runs only")
+    if published is None:
+        return
+    if options.incremental and not published.get("incremental"):
+        raise publication.PublicationError(
+            f"{where} holds a full run's tables (no state to extend): give --incremental a new --output directory, "
+            "or move this one away and run --incremental to rebuild from the logs still present"
+        )
+    if not options.incremental and published.get("incremental"):
+        raise publication.PublicationError(
+            f"{where} holds the state of incremental runs (history of files that may be gone): run with "
+            "--incremental, or give a full run another --output"
+        )
+    if options.incremental and published.get("format") != publication.FORMAT:
+        raise publication.PublicationError(
+            f"{where} was written by job version {published.get('job_version')} (state format "
+            f"{published.get('format')}); this job ({__version__}) reads state format {publication.FORMAT}: move "
+            "it away and run --incremental to rebuild from the logs still present (history of deleted files is lost)"
+        )
+
+
+def _known_contributions(output: str, published: dict[str, Any] | None) -> list[file_state.Contribution]:
+    if published is None:
+        return []
+    manifest = publication.read_run_json(output, published["run_dir"], publication.STATE_MANIFEST)
+    if manifest is None:
+        raise publication.PublicationError(
+            f"{publication.join(output, published['run_dir'], publication.STATE_MANIFEST)} is missing: the state of "
+            "this output is damaged; move it away and run --incremental to rebuild from the logs still present"
+        )
+    try:
+        return [file_state.Contribution.from_json(item) for item in manifest["contributions"]]
+    except (KeyError, TypeError) as exc:
+        path = publication.join(output, published["run_dir"], publication.STATE_MANIFEST)
+        raise publication.PublicationError(f"{path}: not a state manifest of this job ({exc!r})") from exc
+
+
+def _kept(output: str, published: dict[str, Any] | None) -> tuple[set[str], set[str]]:
+    """Runs and segments the published run and the one before it still need (readers may be on either)."""
+    runs: set[str] = set()
+    segments: set[str] = set()
+    if not publication.is_local(output):
+        return runs, segments
+    for run_id in (published or {}).get("run_id"), (published or {}).get("previous_run_id"):
+        if not run_id:
+            continue
+        runs.add(run_id)
+        manifest = publication.read_run_json(output, f"{publication.RUNS}/{run_id}", publication.STATE_MANIFEST)
+        for item in (manifest or {}).get("contributions", []):
+            if item.get("segment"):
+                segments.add(item["segment"])
+    return runs, segments
+
+
+def _ts_text(value: int | None) -> str | None:
+    """yyyyMMddHHmmssSSS as the broker wrote it (a zone-less wall-clock time)."""
+    if value is None:
+        return None
+    digits = f"{value:017d}"
+    return f"{digits[0:4]}-{digits[4:6]}-{digits[6:8]} {digits[8:10]}:{digits[10:12]}:{digits[12:14]}.{digits[14:]}"
+
+
+@dataclass
+class _Sources:
+    """What the tables are derived from in this run, and what the run's metadata says of its input files."""
+
+    groups: DataFrame  # persisted
+    rejected: DataFrame
+    files: dict[str, int]
+    contributions: list[file_state.Contribution] | None = None
+
+
+def _full_sources(spark: SparkSession, files: Sequence[InputFile]) -> _Sources:
+    groups = _read_groups(spark, [f.read_path for f in files if f.kind == "request"])
+    rejected = _read_rejections(spark, [f.read_path for f in files if f.kind == "server"])
+    return _Sources(groups, rejected, {"listed": len(files), "read": len(files)})
+
+
+def _incremental_sources(
+    spark: SparkSession,
+    options: InventoryOptions,
+    run_id: str,
+    files: Sequence[InputFile],
+    known: list[file_state.Contribution],
+) -> _Sources:
+    plan = file_state.plan_reads(files, known)
+    for item in plan.to_read:
+        if item.reason in file_state.SUSPICIOUS:
+            log.warning(
+                "%s: its content %s since it was read (%s); reading it again whole and replacing what it contributed",
+                item.file.path,
+                "shrank" if item.reason == "shrank" else "changed",
+                ", ".join(c.path for c in item.replaces),
+            )
+    for duplicate, chosen in plan.duplicates:
+        log.info("%s: same content as %s, read once", duplicate.path, chosen.path)
+    written = segments.write_segment(spark, options.output, run_id, plan.to_read)
+    replaced = plan.replaced_ids
+    unchanged = {c.id: c for c in plan.unchanged}
+    contributions = [unchanged.get(c.id, c) for c in known if c.id not in replaced] + written.contributions
+    forgotten = 0
+    if options.forget_before is not None:
+        contributions, forgotten = file_state.forget(contributions, options.forget_before)
+    contributions = segments.compact(spark, options.output, run_id, contributions)
+    present = {c.id for c in plan.unchanged} | {c.id for c in written.contributions}
+    files_summary = {
+        "listed": len(files),
+        "read": len(plan.to_read),
+        "read_new": sum(1 for item in plan.to_read if item.reason == "new"),
+        "reread": sum(1 for item in plan.to_read if item.reason != "new"),
+        "skipped_unchanged": len(plan.unchanged),
+        "skipped_duplicate": len(plan.duplicates),
+        "skipped_empty": len(plan.empty),
+        "history_only": sum(1 for c in contributions if c.id not in present and not c.forgotten),
+        "forgotten_now": forgotten,
+    }
+    groups = segments.state_groups(spark, options.output, contributions)
+    if groups is None:
+        groups = tables.line_groups(parse.parse_lines(parse.no_lines(spark)))
+    groups = groups.persist(StorageLevel.MEMORY_AND_DISK)
+    spark.sparkContext.setJobDescription("state: sum the groups of every file read so far")
+    groups.count()
+    rejected = segments.state_rejections(spark, options.output, contributions)
+    if rejected is None:
+        rejected = server_log.parse_rejections(server_log.no_events(spark))
+    return _Sources(groups, rejected, files_summary, contributions)
+
+
+def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySummary:
+    started = time.monotonic()
+    started_at = publication.now_iso()
+    upgrade_target(options.target_release)  # fail on a bad release before reading anything
+    policy = load_policy(options.policy_file)
+    run_id = publication.new_run_id()
+    run_dir = publication.join(options.output, publication.RUNS, run_id)
+    with publication.output_lock(options.output), ProgressLogger(spark.sparkContext):
+        published = publication.read_publication(options.output)
+        _check_output(options, published)
+        keep_runs, keep_segments = _kept(options.output, published)
+        for removed in publication.remove_unpublished(options.output, keep_runs, keep_segments):
+            log.info("removed %s (not published: an earlier run failed, or it is older than the last two)", removed)
+        files = list_input_files(spark, options.inputs)  # an unreadable input stops the run here
+        if options.incremental:
+            known = _known_contributions(options.output, published)
+            sources = _incremental_sources(spark, options, run_id, files, known)
+        else:
+            sources = _full_sources(spark, files)
+        milestones = {"parsed": time.monotonic() - started}
+        built = derive_tables(spark, sources.groups, sources.rejected, options.target_release, policy)
         try:
-            written: dict[str, DataFrame] = {}
-            for name, df in built.by_name().items():
-                sc.setJobDescription(f"write {name}")
-                outputs[name] = output.write_parquet(df, options.output, name)
-                milestones[name] = time.monotonic() - started
-                # The CSV and the report read the table just written: computing it again from the groups would
-                # repeat its aggregations, and the CSV's single partition would run them in one task.
-                written[name] = spark.read.parquet(outputs[name])
-                if name in TABLE_ORDER:  # Parquet files are not read back in the order they were written
-                    written[name] = written[name].orderBy(*TABLE_ORDER[name])
-                if options.write_csv and name in CSV_TABLES:
-                    outputs[f"{name}.csv"] = output.write_single_csv(spark, written[name], options.output, name)
-                log.info("wrote %s", name)
-            sc.setJobDescription("report")
-            tables_written = dataclasses.replace(built, **written)
-            totals = _totals(tables_written)
-            html_text = report.render(_report_data(tables_written, options.target_release, totals))
-            outputs["report"] = output.write_text(spark, options.output, REPORT_FILE, html_text)
+            outputs, table_milestones, totals = _write_outputs(spark, built, run_dir, options, started)
+            first_ts, last_ts = _time_range(built)
         finally:
             built.unpersist()
+        milestones.update(table_milestones)
+        if sources.contributions is not None:
+            manifest = {"format": publication.FORMAT, "contributions": [c.to_json() for c in sources.contributions]}
+            publication.write_json(spark, publication.join(run_dir, publication.STATE_MANIFEST), manifest)
+        metadata = {
+            "started": started_at,
+            "finished": publication.now_iso(),
+            "incremental": options.incremental,
+            "inputs": list(options.inputs),
+            "target_release": options.target_release,
+            "forget_before": _ts_text(options.forget_before),
+            "previous_run_id": (published or {}).get("run_id"),
+            "files": sources.files,
+            "log_time_range": {"first": _ts_text(first_ts), "last": _ts_text(last_ts)},
+            "lines": totals["lines"],
+            "malformed_lines": totals["malformed"],
+            "rows": {
+                "clients": totals["clients"],
+                "rejections": totals["rejections"],
+                "blocking_clients": totals["blocking"],
+                "policy_clients": totals["policy"],
+            },
+        }
+        publication.publish(spark, options.output, run_id, metadata)
+        keep_runs, keep_segments = _kept(options.output, {**metadata, "run_id": run_id})
+        publication.remove_unpublished(options.output, keep_runs, keep_segments)
+    log.info(
+        "files: %s; the tables cover log lines from %s to %s",
+        ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sources.files.items()),
+        _ts_text(first_ts),
+        _ts_text(last_ts),
+    )
     return InventorySummary(
         lines=totals["lines"],
         malformed_lines=totals["malformed"],
@@ -261,4 +498,7 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
         seconds=time.monotonic() - started,
         outputs=outputs,
         milestones=milestones,
+        run_dir=run_dir,
+        files=sources.files,
+        time_range=(_ts_text(first_ts), _ts_text(last_ts)),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -25,12 +26,14 @@ def write_parquet(df: DataFrame, directory: str, name: str) -> str:
     return path
 
 
-def write_single_csv(spark: SparkSession, df: DataFrame, directory: str, name: str) -> str:
-    """``<directory>/<name>.csv`` as one file with a header (Spark writes a directory of parts; merge via one
-    partition and move the part file)."""
+def write_single_csv(spark: SparkSession, df: DataFrame, directory: str, name: str, key: Sequence[str]) -> str:
+    """``<directory>/<name>.csv`` as one file with a header, rows sorted by ``key`` and then by every other column,
+    so the same rows always give the same bytes (Spark writes a directory of parts; merge via one partition and
+    move the part file)."""
     staging = join_path(directory, f"_{name}.csv.tmp")
     target = join_path(directory, f"{name}.csv")
-    df.coalesce(1).write.mode("overwrite").option("header", "true").csv(staging)
+    order = [*key, *(c for c in df.columns if c not in key)]
+    df.repartition(1).sortWithinPartitions(*order).write.mode("overwrite").option("header", "true").csv(staging)
     fs, staging_path = _hadoop(spark, staging)
     parts = [s.getPath() for s in fs.listStatus(staging_path) if s.getPath().getName().startswith("part-")]
     _fs, target_path = _hadoop(spark, target)

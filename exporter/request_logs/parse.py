@@ -79,6 +79,11 @@ def read_lines(spark: SparkSession, inputs: Sequence[str]) -> DataFrame:
     )
 
 
+def no_lines(spark: SparkSession) -> DataFrame:
+    """``read_lines``' columns without a row (a run with no request log to read), made in the JVM."""
+    return spark.range(0).select(F.lit(None).cast(_STR).alias("line"), F.lit(None).cast(_STR).alias("file"))
+
+
 def _known(value: Column) -> Column:
     # The broker records an empty or missing name/version as "unknown".
     return F.coalesce(F.nullif(value, F.lit("")), F.lit(lf.UNKNOWN))
@@ -349,6 +354,7 @@ def _usable(judged: DataFrame) -> DataFrame:
     }
     return with_bodies.select(
         "reason",
+        "file",  # only an incremental run groups by it (per-file state); a full run's plan prunes it
         F.when(bad, F.substring(line, 1, lf.MALFORMED_SAMPLE_CHARS)).alias("sample_line"),
         F.when(bad, F.col("file")).alias("sample_file"),
         *[F.when(~bad, value).alias(name) for name, value in columns.items()],

@@ -82,6 +82,26 @@ def read_events(spark: SparkSession, inputs: Sequence[str]) -> DataFrame:
     )
 
 
+def no_events(spark: SparkSession) -> DataFrame:
+    """``read_events``' columns without a row (a run with no server.log to read), made in the JVM."""
+    return spark.range(0).select(F.lit(None).cast("string").alias("event"), F.lit(None).cast("string").alias("file"))
+
+
+#: The columns of ``parse_rejections``.
+PARSED_COLUMNS = [
+    "time",
+    "broker_file",
+    "node_id",
+    "source_host",
+    "connection",
+    "api_key",
+    "api_name",
+    "api_version",
+    "exception",
+    "message",
+]
+
+
 def parse_rejections(events: DataFrame) -> DataFrame:
     """One row per rejection event: the fields of ``REJECTION``, typed; any other event is dropped."""
     event = F.col("event")

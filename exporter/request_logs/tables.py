@@ -32,16 +32,28 @@ def _timestamp(column: str) -> Column:
     )
 
 
-def line_groups(parsed: DataFrame) -> DataFrame:
+#: The key of ``line_groups`` (``file`` comes first when grouped per file).
+GROUP_KEY = ["reason", "sample_file", "sample_line", *_USAGE_KEY, *_GROUP_FIELDS, "software"]
+
+
+def line_groups(parsed: DataFrame, per_file: bool = False) -> DataFrame:
     """Every aggregated value is a number, so Spark aggregates in a hash map as the rows stream by (a string
     min/max would make it sort the whole input first). The software of a line is part of the key: it is the
     same on nearly every line of a connection. A line that did not parse is its own group (with its reason,
-    file and first characters), so only unusual input makes this table grow with the data."""
+    file and first characters), so only unusual input makes this table grow with the data. ``per_file`` keeps
+    each file's groups apart: an incremental run stores them per file and sums them with ``merge_groups``."""
     time = F.translate("ts", lf.TIMESTAMP_SEPARATORS, "").try_cast("long")
-    return parsed.groupBy("reason", "sample_file", "sample_line", *_USAGE_KEY, *_GROUP_FIELDS, "software").agg(
+    return parsed.groupBy(*(["file"] if per_file else []), *GROUP_KEY).agg(
         F.count(F.lit(1)).alias("requests"),
         F.min(time).alias("first_ts"),
         F.max(time).alias("last_ts"),
+    )
+
+
+def merge_groups(groups: DataFrame) -> DataFrame:
+    """Groups of several files (or several reads) summed into the groups of one read of them all."""
+    return groups.groupBy(*GROUP_KEY).agg(
+        F.sum("requests").alias("requests"), F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts")
     )
 
 

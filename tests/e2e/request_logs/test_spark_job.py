@@ -191,14 +191,15 @@ def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
     # Broker 3 (4.1) rejected the legacy client's Produce v2 and said so in server.log; its Metadata v4 on the same
     # connection names the client.
     assert "1 requests rejected (server.log)" in done.stdout
-    rejection = (tmp_path / "out" / "rejections.csv").read_text().splitlines()
+    published = tmp_path / "out" / "current"
+    rejection = (published / "rejections.csv").read_text().splitlines()
     assert len(rejection) == 2 and ",Produce,2,UnsupportedVersionException," in rejection[1]
     assert rejection[1].endswith(",connection,legacy-billing,User:ANONYMOUS,unknown,unknown")
-    report = (tmp_path / "out" / "report.html").read_text()
+    report = (published / "report.html").read_text()
     assert "<svg" in report and "legacy-billing" in report and "<script" not in report
-    header = (tmp_path / "out" / "clients.csv").read_text().splitlines()[0]
+    header = (published / "clients.csv").read_text().splitlines()[0]
     assert header.startswith("client_id,principal,source_host,listener,software_name,software_version")
-    assert (tmp_path / "out" / "upgrade_impact" / "_SUCCESS").exists()
+    assert (published / "upgrade_impact" / "_SUCCESS").exists()
 
 
 def test_bad_target_release_stops_before_spark(tmp_path: Path) -> None:
@@ -257,11 +258,11 @@ def test_rejections_csv_and_report_keep_the_time_order(spark, tmp_path: Path) ->
         spark, InventoryOptions(inputs=[str(sl.write_rejection_fixture(tmp_path))], output=str(out))
     )
     assert summary.rejections == 4
-    with (out / "rejections.csv").open(encoding="utf-8", newline="") as fh:
+    with (out / "current" / "rejections.csv").open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["connection"] for r in rows] == [sl.R_ROLLED, sl.R_CONNECTION, sl.R_HOST, sl.R_UNKNOWN]
     assert [r["time"] for r in rows] == sorted(r["time"] for r in rows)
-    report = (out / "report.html").read_text(encoding="utf-8")
+    report = (out / "current" / "report.html").read_text(encoding="utf-8")
     positions = [report.index(connection) for connection in (sl.R_ROLLED, sl.R_CONNECTION, sl.R_HOST, sl.R_UNKNOWN)]
     assert positions == sorted(positions)
 

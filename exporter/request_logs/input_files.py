@@ -1,0 +1,144 @@
+"""The log files under the inputs, listed by the driver through Hadoop's FileSystem API, with what identifies their
+content: the first decompressed bytes (``head``), the stored size and the modification time.
+
+Listing here rather than letting Spark expand the inputs is what lets an incremental run read only some files and
+name an unreadable one before any table is touched. The selection is Spark's own (``recursiveFileLookup`` with a
+file-name glob, hidden ``_``/``.`` names skipped as ``InMemoryFileIndex`` skips them), so a full run reads what
+``spark.read.text(inputs)`` would.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pyspark.sql import SparkSession
+
+from exporter.request_logs import log_format as lf
+from exporter.request_logs import server_log
+
+FileKind = Literal["request", "server"]
+#: Bytes read from the start of each file: enough to hold several log lines, whose timestamps, correlation ids and
+#: connection ids make two different files' heads differ.
+HEAD_BYTES = 4096
+
+
+class InputError(Exception):
+    """An input path that does not exist or cannot be listed or read: the run stops before writing anything."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    #: As Spark reports it in ``_metadata.file_path`` (a URI, percent-encoded).
+    path: str
+    #: As Hadoop's Path parses it (what ``spark.read`` is given to read this one file).
+    read_path: str
+    kind: FileKind
+    size: int
+    mtime_ms: int
+    compressed: bool
+    head: bytes
+
+
+def kind_of(name: str) -> FileKind | None:
+    if fnmatch.fnmatchcase(name, lf.FILE_GLOB):
+        return "request"
+    if fnmatch.fnmatchcase(name, server_log.FILE_GLOB):
+        return "server"
+    return None
+
+
+def _hidden(name: str) -> bool:
+    # InMemoryFileIndex.shouldFilterOutPathName: Spark never reads these, so neither do we.
+    return (name.startswith(("_", ".")) and not name.startswith("_metadata")) or name.endswith("._COPYING_")
+
+
+class _Hadoop:
+    def __init__(self, spark: SparkSession) -> None:
+        jvm = spark.sparkContext._jvm  # Hadoop's FileSystem API is only reachable through the JVM gateway
+        assert jvm is not None
+        self.jvm: Any = jvm
+        self.conf = spark.sparkContext._jsc.hadoopConfiguration()
+        self.codecs = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(self.conf)
+
+    def path(self, value: str) -> Any:
+        return self.jvm.org.apache.hadoop.fs.Path(value)
+
+
+def _java_message(exc: Exception) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        return f"{java.getClass().getSimpleName()}: {java.getMessage()}"
+    return str(exc).splitlines()[0]
+
+
+def _statuses(hadoop: _Hadoop, given: str) -> Iterator[tuple[Any, list[str]]]:
+    """Every file under one input (a file, a directory searched recursively, or a glob), with the names of the
+    directories between the input and the file."""
+    from py4j.protocol import Py4JJavaError
+
+    path = hadoop.path(given)
+    try:
+        fs = path.getFileSystem(hadoop.conf)
+        matches = fs.globStatus(path)
+    except Py4JJavaError as exc:
+        raise InputError(f"--input {given}: cannot list it: {_java_message(exc)}") from exc
+    if matches is None or (len(matches) == 0 and not any(c in given for c in "*?[{")):
+        raise InputError(f"--input {given}: no such file or directory")
+    for status in matches:
+        if not status.isDirectory():
+            yield status, []
+            continue
+        root = status.getPath().toUri().getPath().rstrip("/") + "/"
+        try:
+            found = fs.listFiles(status.getPath(), True)
+            while found.hasNext():
+                file = found.next()
+                yield file, file.getPath().getParent().toUri().getPath()[len(root) :].split("/")
+        except Py4JJavaError as exc:
+            raise InputError(f"--input {given}: cannot list {status.getPath()}: {_java_message(exc)}") from exc
+
+
+def _head(hadoop: _Hadoop, status: Any) -> bytes:
+    from py4j.protocol import Py4JJavaError
+
+    path = status.getPath()
+    codec = hadoop.codecs.getCodec(path)
+    try:
+        stream = path.getFileSystem(hadoop.conf).open(path)
+        try:
+            if codec is not None:
+                stream = codec.createInputStream(stream)
+            return bytes(stream.readNBytes(HEAD_BYTES))
+        finally:
+            stream.close()
+    except Py4JJavaError as exc:
+        raise InputError(f"cannot read {path.toString()}: {_java_message(exc)}") from exc
+
+
+def list_input_files(spark: SparkSession, inputs: Sequence[str]) -> list[InputFile]:
+    """The request and server log files under ``inputs``, each once, sorted by path."""
+    hadoop = _Hadoop(spark)
+    seen: dict[str, InputFile] = {}
+    for given in inputs:
+        for status, directories in _statuses(hadoop, given):
+            path = status.getPath()
+            name = path.getName()
+            kind = kind_of(name)
+            if kind is None or _hidden(name) or any(_hidden(d) for d in directories if d):
+                continue
+            uri = path.toUri().toString()
+            if uri in seen:
+                continue
+            seen[uri] = InputFile(
+                path=uri,
+                read_path=path.toString(),
+                kind=kind,
+                size=int(status.getLen()),
+                mtime_ms=int(status.getModificationTime()),
+                compressed=hadoop.codecs.getCodec(path) is not None,
+                head=_head(hadoop, status) if status.getLen() > 0 else b"",
+            )
+    return sorted(seen.values(), key=lambda f: f.path)
