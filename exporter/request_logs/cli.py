@@ -104,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
+    # py4j logs every gateway connection at INFO: noise after the run's own last line.
+    logging.getLogger("py4j").setLevel(max(logging.WARNING, logging.getLogger().level))
     # Validate everything cheap before a JVM starts.
     from exporter.policy import PolicyError, load_policy
 

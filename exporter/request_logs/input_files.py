@@ -42,6 +42,12 @@ class InputFile:
     head: bytes
 
 
+def spark_path(uri: str) -> str:
+    """A file's URI as Spark's ``_metadata.file_path`` writes it: a listed local file's URI has an empty authority
+    (``file:///x``), Spark's has none (``file:/x``)."""
+    return "file:/" + uri[len("file:///") :] if uri.startswith("file:///") else uri
+
+
 def kind_of(name: str) -> FileKind | None:
     if fnmatch.fnmatchcase(name, lf.FILE_GLOB):
         return "request"
@@ -129,7 +135,7 @@ def list_input_files(spark: SparkSession, inputs: Sequence[str]) -> list[InputFi
             kind = kind_of(name)
             if kind is None or _hidden(name) or any(_hidden(d) for d in directories if d):
                 continue
-            uri = path.toUri().toString()
+            uri = spark_path(path.toUri().toString())
             if uri in seen:
                 continue
             seen[uri] = InputFile(

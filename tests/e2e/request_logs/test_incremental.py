@@ -1,0 +1,288 @@
+"""``inventory --incremental`` against what real log directories do between runs: the active file grows (its last
+line cut off mid-write), is rotated and gzipped while a new one starts, new rotated files and server.logs appear,
+retention deletes old files. After every step the tables must be what one full run over every file the runs have
+seen writes, byte for byte."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from exporter.request_logs import publication
+from exporter.request_logs.job import CSV_TABLES, InventoryOptions, InventorySummary, run_inventory
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[3]
+SAMPLES = REPO / "samples" / "request-logs" / "double"
+#: Columns that name a log file: a file deleted by retention is compared by its name, as the reference run reads
+#: it from another directory.
+FILE_COLUMNS = {"malformed": "file", "rejections": "broker_file"}
+
+
+def sample_lines(broker: str, name: str = "kafka-request.log") -> list[str]:
+    return (SAMPLES / broker / name).read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def older(lines: list[str]) -> list[str]:
+    """The same lines logged on an earlier day (for --forget-before)."""
+    return [line.replace("[2026-11-23 ", "[2026-03-19 ", 1) for line in lines]
+
+
+def csvs(output: Path) -> dict[str, str]:
+    return {name: (output / "current" / f"{name}.csv").read_text(encoding="utf-8") for name in CSV_TABLES}
+
+
+def by_file_name(tables: dict[str, str]) -> dict[str, str]:
+    """CSV text with every file URI cut to its name."""
+    import csv
+    import io
+
+    named = {}
+    for table, text in tables.items():
+        rows = list(csv.reader(io.StringIO(text)))
+        if table in FILE_COLUMNS and rows:
+            column = rows[0].index(FILE_COLUMNS[table])
+            for row in rows[1:]:
+                row[column] = row[column].rsplit("/", 1)[-1]
+        named[table] = "\n".join(",".join(row) for row in rows)
+    return named
+
+
+class Runs:
+    def __init__(self, spark, tmp_path: Path) -> None:
+        self.spark = spark
+        self.tmp = tmp_path
+        self.output = tmp_path / "inventory"
+        self.count = 0
+
+    def incremental(self, *inputs: Path, forget_before: int | None = None) -> InventorySummary:
+        return run_inventory(
+            self.spark,
+            InventoryOptions(
+                inputs=[str(p) for p in inputs],
+                output=str(self.output),
+                incremental=True,
+                forget_before=forget_before,
+            ),
+        )
+
+    def full(self, *inputs: Path) -> dict[str, str]:
+        self.count += 1
+        reference = self.tmp / f"full-{self.count}"
+        run_inventory(self.spark, InventoryOptions(inputs=[str(p) for p in inputs], output=str(reference)))
+        return csvs(reference)
+
+
+def test_incremental_runs_equal_a_full_run_at_every_step(spark, tmp_path: Path, caplog) -> None:
+    logs, deleted = tmp_path / "logs", tmp_path / "deleted"
+    broker2, broker3 = logs / "broker-2", logs / "broker-3"
+    broker2.mkdir(parents=True)
+    deleted.mkdir()
+    runs = Runs(spark, tmp_path)
+    lines = older(sample_lines("broker-2"))
+    active = broker2 / "kafka-request.log"
+
+    # 1. The active file, its last line cut off mid-write: counted as cut off, as a full run would now.
+    cut = len(lines[20]) // 2
+    active.write_text("".join(lines[:20]) + lines[20][:cut], encoding="utf-8")
+    first = runs.incremental(logs)
+    assert first.files["read"] == 1 and first.malformed_lines == 1
+    assert csvs(runs.output) == runs.full(logs)
+
+    # 2. The line completed and more written: the file is read again whole, the cut-off line counted once, whole.
+    with active.open("a", encoding="utf-8") as handle:
+        handle.write(lines[20][cut:] + "".join(lines[21:30]))
+    second = runs.incremental(logs)
+    assert (second.files["reread"], second.lines, second.malformed_lines) == (1, 30, 0)
+    assert csvs(runs.output) == runs.full(logs)
+
+    # 3. Rotation: renamed with its hour and gzipped by an external tool; a new active file starts.
+    rotated = broker2 / "kafka-request.log.2026-03-19-03.gz"
+    rotated.write_bytes(gzip.compress(active.read_bytes()))
+    active.unlink()
+    active.write_text("".join(sample_lines("broker-2")[30:]), encoding="utf-8")
+    third = runs.incremental(logs)
+    assert (third.files["read_new"], third.files["reread"], third.lines) == (1, 1, 35)
+    assert csvs(runs.output) == runs.full(logs)
+
+    # 4. Another broker's rotated log and its server.log (a rejection) appear.
+    broker3.mkdir()
+    (broker3 / "kafka-request.log.2026-11-23-03.gz").write_bytes(
+        gzip.compress((SAMPLES / "broker-3" / "kafka-request.log").read_bytes())
+    )
+    shutil.copy(SAMPLES / "broker-3" / "server.log", broker3 / "server.log")
+    fourth = runs.incremental(logs)
+    assert (fourth.files["read_new"], fourth.files["skipped_unchanged"], fourth.rejections) == (2, 2, 1)
+    assert csvs(runs.output) == runs.full(logs)
+
+    # 5. Retention deletes the rotated file: what it contributed stays (history).
+    shutil.move(rotated, deleted / rotated.name)
+    fifth = runs.incremental(logs)
+    assert (fifth.files["read"], fifth.files["history_only"], fifth.lines) == (0, 1, 35 + 32)
+    kept = csvs(runs.output)
+    assert by_file_name(kept) == by_file_name(runs.full(logs, deleted))
+
+    # 6. Nothing new: nothing read, the same bytes.
+    sixth = runs.incremental(logs)
+    assert sixth.files["read"] == 0 and csvs(runs.output) == kept
+
+    # 7. The user drops the deleted file's lines (all logged before 2026-03-20); files still present keep theirs.
+    seventh = runs.incremental(logs, forget_before=20260320000000000)
+    assert seventh.files["forgotten_now"] == 1 and seventh.time_range[0].startswith("2026-11-23")
+    assert csvs(runs.output) == runs.full(logs)
+
+    # 8. A known file rewritten shorter in place: read again whole, with a warning naming it.
+    content = active.read_text(encoding="utf-8").splitlines(keepends=True)
+    active.write_text("".join(content[:-1]), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="exporter.request_logs"):
+        eighth = runs.incremental(logs)
+    assert eighth.files["reread"] == 1
+    assert any("shrank" in r.getMessage() and str(active) in r.getMessage() for r in caplog.records)
+    assert csvs(runs.output) == runs.full(logs)
+
+    # What a reader sees: one publication, its run metadata beside the tables, the previous run still there.
+    published = json.loads((runs.output / publication.PUBLICATION).read_text(encoding="utf-8"))
+    assert published["run_dir"] == f"runs/{published['run_id']}" and published["incremental"] is True
+    assert (runs.output / "current").resolve() == (runs.output / published["run_dir"]).resolve()
+    assert published["log_time_range"]["last"].startswith("2026-11-23 03:18:08")
+    assert sorted(p.name for p in (runs.output / publication.RUNS).iterdir()) == sorted(
+        [published["run_id"], published["previous_run_id"]]
+    )
+
+
+def test_a_copy_and_a_rotated_file_beside_its_gzip_are_read_once(spark, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    plain = logs / "kafka-request.log.2026-11-23-03"
+    shutil.copy(SAMPLES / "broker-2" / "kafka-request.log", plain)
+    (logs / f"{plain.name}.gz").write_bytes(gzip.compress(plain.read_bytes()))  # gzip still running
+    summary = Runs(spark, tmp_path).incremental(logs)
+    assert (summary.files["read"], summary.files["skipped_duplicate"], summary.lines) == (1, 1, 35)
+
+
+def test_output_of_a_full_run_is_not_extended(spark, tmp_path: Path) -> None:
+    runs = Runs(spark, tmp_path)
+    run_inventory(spark, InventoryOptions(inputs=[str(SAMPLES / "broker-2")], output=str(runs.output)))
+    before = (runs.output / publication.PUBLICATION).read_bytes()
+    with pytest.raises(publication.PublicationError, match="holds a full run's tables.*new --output directory"):
+        runs.incremental(SAMPLES / "broker-2")
+    other = Runs(spark, tmp_path / "other")
+    other.incremental(SAMPLES / "broker-2")
+    with pytest.raises(publication.PublicationError, match="state of incremental runs.*run with --incremental"):
+        run_inventory(spark, InventoryOptions(inputs=[str(SAMPLES / "broker-2")], output=str(other.output)))
+    assert (runs.output / publication.PUBLICATION).read_bytes() == before
+
+
+def _command(*args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "exporter",
+        "inventory",
+        *args,
+        "--conf",
+        "spark.driver.host=127.0.0.1",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+    ]
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+
+
+def test_a_second_run_on_the_same_output_refuses_naming_the_first(tmp_path: Path) -> None:
+    output = tmp_path / "inventory"
+    with publication.output_lock(str(output)):
+        done = subprocess.run(
+            _command("--incremental", "--input", str(SAMPLES), "--output", str(output)),
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=_env(),
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"another inventory run is writing this output (pid {os.getpid()} on" in last
+    assert not (output / publication.PUBLICATION).exists()
+
+
+def test_a_killed_run_leaves_the_last_publication_and_the_next_run_is_correct(spark, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "broker-2", logs / "broker-2")
+    runs = Runs(spark, tmp_path)
+    runs.incremental(logs)
+    published = (runs.output / publication.PUBLICATION).read_bytes()
+    shutil.copytree(SAMPLES / "broker-3", logs / "broker-3")
+    run = subprocess.Popen(
+        _command("--incremental", "--input", str(logs), "--output", str(runs.output)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        # Killed once it has written part of its state: the moment a half-done run is most dangerous.
+        deadline = time.monotonic() + 180
+        segments = runs.output / publication.SEGMENTS
+        while time.monotonic() < deadline and len(list(segments.iterdir())) < 2:
+            assert run.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.05)
+        run.send_signal(signal.SIGKILL)
+    finally:
+        run.wait(timeout=30)
+    assert (runs.output / publication.PUBLICATION).read_bytes() == published
+    after = runs.incremental(logs)
+    assert after.files["read_new"] == 2 and after.files["skipped_unchanged"] == 1
+    assert csvs(runs.output) == runs.full(logs)
+    assert len(list(segments.iterdir())) == 2  # the killed run's segment was removed
+
+
+#: Root reads any file; without these capabilities it is held to the permission bits like any user.
+AS_A_USER = (
+    ["setpriv", "--inh-caps=-dac_override,-dac_read_search", "--bounding-set=-dac_override,-dac_read_search"]
+    if os.geteuid() == 0
+    else []
+)
+
+
+def test_an_unreadable_input_stops_the_run_before_anything_is_written(spark, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "broker-2", logs / "broker-2")
+    runs = Runs(spark, tmp_path)
+    runs.incremental(logs)
+    published = (runs.output / publication.PUBLICATION).read_bytes()
+    unreadable = logs / "broker-2" / "kafka-request.log.2026-11-23-02"
+    shutil.copy(SAMPLES / "broker-2" / "kafka-request.log", unreadable)
+    unreadable.chmod(0)
+    done = subprocess.run(
+        [*AS_A_USER, *_command("--incremental", "--input", str(logs), "--output", str(runs.output))],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=_env(),
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"kafka-client-exporter inventory: cannot read file:{unreadable}: "), last
+    assert "Permission denied" in last
+    from exporter.request_logs.input_files import InputError
+
+    with pytest.raises(InputError, match="--input .*/missing: no such file or directory"):
+        runs.incremental(tmp_path / "missing")
+    assert (runs.output / publication.PUBLICATION).read_bytes() == published
+    assert len(list((runs.output / publication.RUNS).iterdir())) == 1
+    assert len(list((runs.output / publication.SEGMENTS).iterdir())) == 1
