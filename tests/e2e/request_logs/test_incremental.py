@@ -174,11 +174,11 @@ def test_output_of_a_full_run_is_not_extended(spark, tmp_path: Path) -> None:
     runs = Runs(spark, tmp_path)
     run_inventory(spark, InventoryOptions(inputs=[str(SAMPLES / "broker-2")], output=str(runs.output)))
     before = (runs.output / publication.PUBLICATION).read_bytes()
-    with pytest.raises(publication.PublicationError, match="holds a full run's tables.*new --output directory"):
+    with pytest.raises(publication.PublicationError, match=r"holds a full run's tables.*new --output directory"):
         runs.incremental(SAMPLES / "broker-2")
     other = Runs(spark, tmp_path / "other")
     other.incremental(SAMPLES / "broker-2")
-    with pytest.raises(publication.PublicationError, match="state of incremental runs.*run with --incremental"):
+    with pytest.raises(publication.PublicationError, match=r"state of incremental runs.*run with --incremental"):
         run_inventory(spark, InventoryOptions(inputs=[str(SAMPLES / "broker-2")], output=str(other.output)))
     assert (runs.output / publication.PUBLICATION).read_bytes() == before
 
@@ -281,7 +281,7 @@ def test_an_unreadable_input_stops_the_run_before_anything_is_written(spark, tmp
     assert "Permission denied" in last
     from exporter.request_logs.input_files import InputError
 
-    with pytest.raises(InputError, match="--input .*/missing: no such file or directory"):
+    with pytest.raises(InputError, match=r"--input .*/missing: no such file or directory"):
         runs.incremental(tmp_path / "missing")
     assert (runs.output / publication.PUBLICATION).read_bytes() == published
     assert len(list((runs.output / publication.RUNS).iterdir())) == 1
