@@ -40,6 +40,8 @@ class InputFile:
     mtime_ms: int
     compressed: bool
     head: bytes
+    #: Why its first bytes could not be decompressed, if they could not (the file is then not read).
+    corrupt: str | None = None
 
 
 def spark_path(uri: str) -> str:
@@ -73,10 +75,11 @@ class _Hadoop:
         return self.jvm.org.apache.hadoop.fs.Path(value)
 
 
-def _java_message(exc: Exception) -> str:
+def _java_message(exc: Exception, qualified: bool = False) -> str:
     java = getattr(exc, "java_exception", None)
     if java is not None:
-        return f"{java.getClass().getSimpleName()}: {java.getMessage()}"
+        name = java.getClass().getName() if qualified else java.getClass().getSimpleName()
+        return f"{name}: {java.getMessage()}"
     return str(exc).splitlines()[0]
 
 
@@ -107,21 +110,27 @@ def _statuses(hadoop: _Hadoop, given: str) -> Iterator[tuple[Any, list[str]]]:
             raise InputError(f"--input {given}: cannot list {status.getPath()}: {_java_message(exc)}") from exc
 
 
-def _head(hadoop: _Hadoop, status: Any) -> bytes:
+def _head(hadoop: _Hadoop, status: Any) -> tuple[bytes, str | None]:
+    """The first HEAD_BYTES decompressed bytes, and why decompressing them failed (a corrupt or cut-off archive:
+    the run skips that file and goes on). A file that cannot be opened stops the run."""
     from py4j.protocol import Py4JJavaError
 
     path = status.getPath()
     codec = hadoop.codecs.getCodec(path)
     try:
         stream = path.getFileSystem(hadoop.conf).open(path)
-        try:
-            if codec is not None:
-                stream = codec.createInputStream(stream)
-            return bytes(stream.readNBytes(HEAD_BYTES))
-        finally:
-            stream.close()
     except Py4JJavaError as exc:
-        raise InputError(f"cannot read {path.toString()}: {_java_message(exc)}") from exc
+        raise InputError(f"cannot read {spark_path(path.toUri().toString())}: {_java_message(exc)}") from exc
+    try:
+        if codec is not None:
+            stream = codec.createInputStream(stream)
+        return bytes(stream.readNBytes(HEAD_BYTES)), None
+    except Py4JJavaError as exc:
+        if codec is None:
+            raise InputError(f"cannot read {spark_path(path.toUri().toString())}: {_java_message(exc)}") from exc
+        return b"", _java_message(exc, qualified=True)
+    finally:
+        stream.close()
 
 
 def list_input_files(spark: SparkSession, inputs: Sequence[str]) -> list[InputFile]:
@@ -138,6 +147,7 @@ def list_input_files(spark: SparkSession, inputs: Sequence[str]) -> list[InputFi
             uri = spark_path(path.toUri().toString())
             if uri in seen:
                 continue
+            head, corrupt = _head(hadoop, status) if status.getLen() > 0 else (b"", None)
             seen[uri] = InputFile(
                 path=uri,
                 read_path=path.toString(),
@@ -145,6 +155,7 @@ def list_input_files(spark: SparkSession, inputs: Sequence[str]) -> list[InputFi
                 size=int(status.getLen()),
                 mtime_ms=int(status.getModificationTime()),
                 compressed=hadoop.codecs.getCodec(path) is not None,
-                head=_head(hadoop, status) if status.getLen() > 0 else b"",
+                head=head,
+                corrupt=corrupt,
             )
     return sorted(seen.values(), key=lambda f: f.path)

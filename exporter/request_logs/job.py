@@ -20,9 +20,11 @@ from exporter.kafka_releases import table
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgrade_target
 from exporter.policy import Policy, load_policy
 from exporter.request_logs import file_state, output, parse, publication, report, segments, server_log, tables, upgrade
-from exporter.request_logs.input_files import InputFile, list_input_files
+from exporter.request_logs import log_format as lf
+from exporter.request_logs.input_files import InputError, InputFile, list_input_files
 from exporter.request_logs.local_rows import local_table
 from exporter.request_logs.progress import ProgressLogger
+from exporter.request_logs.unreadable import UnreadableFile, corrupt_heads, skipping_unreadable
 
 log = logging.getLogger("exporter.request_logs")
 
@@ -107,9 +109,15 @@ def _api_names(spark: SparkSession) -> DataFrame:
 
 
 def derive_tables(
-    spark: SparkSession, groups: DataFrame, rejected: DataFrame, target_release: str, policy: Policy
+    spark: SparkSession,
+    groups: DataFrame,
+    rejected: DataFrame,
+    target_release: str,
+    policy: Policy,
+    unreadable: Sequence[UnreadableFile] = (),
 ) -> InventoryTables:
-    """Every table from the line groups (persisted by the caller) and the parsed server.log rejections."""
+    """Every table from the line groups (persisted by the caller), the parsed server.log rejections and the files
+    this run could not read (each a ``malformed`` row of its own)."""
     target = upgrade_target(target_release)
     spark.sparkContext.setJobDescription("inventory tables")
     usage = tables.resolved_usage(groups).persist(StorageLevel.MEMORY_AND_DISK)
@@ -122,28 +130,61 @@ def derive_tables(
         api_usage=api_usage,
         upgrade_impact=upgrade.upgrade_impact(spark, clients, usage, api_usage, target, policy),
         group_protocols=tables.group_protocols(usage),
-        malformed=tables.malformed(groups),
+        malformed=tables.malformed(groups).unionByName(_unreadable_rows(spark, unreadable)),
         rejections=server_log.rejections(rejected, usage),
     )
 
 
-def _read_groups(spark: SparkSession, request_paths: Sequence[str]) -> DataFrame:
+_MALFORMED_SCHEMA = T.StructType(
+    [
+        T.StructField("reason", T.StringType()),
+        T.StructField("lines", T.LongType()),
+        T.StructField("file", T.StringType()),
+        T.StructField("line", T.StringType()),
+    ]
+)
+
+
+def _unreadable_rows(spark: SparkSession, unreadable: Sequence[UnreadableFile]) -> DataFrame:
+    """No line of the file was counted (``lines`` 0); ``line`` says why it was skipped."""
+    rows = [(lf.REASON_UNREADABLE_FILE, 0, u.file.path, u.why[: lf.MALFORMED_SAMPLE_CHARS]) for u in unreadable]
+    return local_table(spark, rows, _MALFORMED_SCHEMA)
+
+
+def _persisted(df: DataFrame, description: str) -> DataFrame:
+    """``df`` cached and computed now; nothing left cached when that fails."""
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    df.sparkSession.sparkContext.setJobDescription(description)
+    try:
+        df.count()
+    except Exception:
+        df.unpersist()
+        raise
+    return df
+
+
+def _read_files(spark: SparkSession, files: Sequence[InputFile]) -> tuple[DataFrame, DataFrame]:
+    """The line groups and the rejections of one full read of ``files``, both computed (a file Spark cannot read
+    fails it here, before any table is written)."""
+    request_paths = [f.read_path for f in files if f.kind == "request"]
+    server_paths = [f.read_path for f in files if f.kind == "server"]
     lines = parse.read_lines(spark, request_paths) if request_paths else parse.no_lines(spark)
-    groups = tables.line_groups(parse.parse_lines(lines)).persist(StorageLevel.MEMORY_AND_DISK)
-    spark.sparkContext.setJobDescription("pass 1: parse every line, group by connection, client and API")
-    groups.count()
-    return groups
-
-
-def _read_rejections(spark: SparkSession, server_paths: Sequence[str]) -> DataFrame:
+    groups = _persisted(
+        tables.line_groups(parse.parse_lines(lines)), "pass 1: parse every line, group by connection, client and API"
+    )
     events = server_log.read_events(spark, server_paths) if server_paths else server_log.no_events(spark)
-    return server_log.parse_rejections(events)
+    try:
+        rejected = _persisted(server_log.parse_rejections(events), "server.log: rejections")
+    except Exception:
+        groups.unpersist()
+        raise
+    return groups, rejected
 
 
 def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str, policy: Policy) -> InventoryTables:
     """The tables of a full run over every log file under ``inputs``."""
     sources = _full_sources(spark, list_input_files(spark, inputs))
-    return derive_tables(spark, sources.groups, sources.rejected, target_release, policy)
+    return derive_tables(spark, sources.groups, sources.rejected, target_release, policy, sources.unreadable)
 
 
 def _report_data(built: InventoryTables, target_release: str, totals: dict[str, int]) -> report.ReportData:
@@ -371,13 +412,16 @@ class _Sources:
     groups: DataFrame  # persisted
     rejected: DataFrame
     files: dict[str, int]
+    unreadable: list[UnreadableFile]
     contributions: list[file_state.Contribution] | None = None
 
 
 def _full_sources(spark: SparkSession, files: Sequence[InputFile]) -> _Sources:
-    groups = _read_groups(spark, [f.read_path for f in files if f.kind == "request"])
-    rejected = _read_rejections(spark, [f.read_path for f in files if f.kind == "server"])
-    return _Sources(groups, rejected, {"listed": len(files), "read": len(files)})
+    readable, corrupt = corrupt_heads(files)
+    (groups, rejected), failed = skipping_unreadable(readable, lambda f: _read_files(spark, f), lambda: None)
+    unreadable = corrupt + failed
+    counts = {"listed": len(files), "read": len(files) - len(unreadable), "skipped_unreadable": len(unreadable)}
+    return _Sources(groups, rejected, counts, unreadable)
 
 
 def _incremental_sources(
@@ -387,7 +431,8 @@ def _incremental_sources(
     files: Sequence[InputFile],
     known: list[file_state.Contribution],
 ) -> _Sources:
-    plan = file_state.plan_reads(files, known)
+    readable, corrupt = corrupt_heads(files)
+    plan = file_state.plan_reads(readable, known)
     for item in plan.to_read:
         if item.reason in file_state.SUSPICIOUS:
             log.warning(
@@ -399,7 +444,8 @@ def _incremental_sources(
     for duplicate, chosen in plan.duplicates:
         log.info("%s: same content as %s, read once", duplicate.path, chosen.path)
     written = segments.write_segment(spark, options.output, run_id, plan.to_read)
-    replaced = plan.replaced_ids
+    # A file that could not be read replaces nothing: what its earlier read contributed stays.
+    replaced = {c.id for item in written.done for c in item.replaces}
     unchanged = {c.id: c for c in plan.unchanged}
     contributions = [unchanged.get(c.id, c) for c in known if c.id not in replaced] + written.contributions
     forgotten = 0
@@ -409,9 +455,10 @@ def _incremental_sources(
     present = {c.id for c in plan.unchanged} | {c.id for c in written.contributions}
     files_summary = {
         "listed": len(files),
-        "read": len(plan.to_read),
-        "read_new": sum(1 for item in plan.to_read if item.reason == "new"),
-        "reread": sum(1 for item in plan.to_read if item.reason != "new"),
+        "read": len(written.done),
+        "read_new": sum(1 for item in written.done if item.reason == "new"),
+        "reread": sum(1 for item in written.done if item.reason != "new"),
+        "skipped_unreadable": len(corrupt) + len(written.unreadable),
         "skipped_unchanged": len(plan.unchanged),
         "skipped_duplicate": len(plan.duplicates),
         "skipped_empty": len(plan.empty),
@@ -421,13 +468,11 @@ def _incremental_sources(
     groups = segments.state_groups(spark, options.output, contributions)
     if groups is None:
         groups = tables.line_groups(parse.parse_lines(parse.no_lines(spark)))
-    groups = groups.persist(StorageLevel.MEMORY_AND_DISK)
-    spark.sparkContext.setJobDescription("state: sum the groups of every file read so far")
-    groups.count()
+    groups = _persisted(groups, "state: sum the groups of every file read so far")
     rejected = segments.state_rejections(spark, options.output, contributions)
     if rejected is None:
         rejected = server_log.parse_rejections(server_log.no_events(spark))
-    return _Sources(groups, rejected, files_summary, contributions)
+    return _Sources(groups, rejected, files_summary, corrupt + written.unreadable, contributions)
 
 
 def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySummary:
@@ -444,13 +489,23 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
         for removed in publication.remove_unpublished(options.output, keep_runs, keep_segments):
             log.info("removed %s (not published: an earlier run failed, or it is older than the last two)", removed)
         files = list_input_files(spark, options.inputs)  # an unreadable input stops the run here
+        if not files:
+            raise InputError(f"no {lf.FILE_GLOB} or {server_log.FILE_GLOB} under {', '.join(options.inputs)}")
         if options.incremental:
             known = _known_contributions(options.output, published)
             sources = _incremental_sources(spark, options, run_id, files, known)
         else:
             sources = _full_sources(spark, files)
+        if len(sources.unreadable) == len(files):
+            sources.groups.unpersist()
+            raise InputError(
+                f"none of the {len(files)} log file(s) under {', '.join(options.inputs)} could be read: "
+                + "; ".join(f"{u.file.path}: {u.why}" for u in sources.unreadable)
+            )
         milestones = {"parsed": time.monotonic() - started}
-        built = derive_tables(spark, sources.groups, sources.rejected, options.target_release, policy)
+        built = derive_tables(
+            spark, sources.groups, sources.rejected, options.target_release, policy, sources.unreadable
+        )
         try:
             outputs, table_milestones, totals = _write_outputs(spark, built, run_dir, options, started)
             first_ts, last_ts = _time_range(built)
@@ -469,6 +524,7 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
             "forget_before": _ts_text(options.forget_before),
             "previous_run_id": (published or {}).get("run_id"),
             "files": sources.files,
+            "unreadable": [{"path": u.file.path, "why": u.why} for u in sources.unreadable],
             "log_time_range": {"first": _ts_text(first_ts), "last": _ts_text(last_ts)},
             "lines": totals["lines"],
             "malformed_lines": totals["malformed"],

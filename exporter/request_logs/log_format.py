@@ -119,6 +119,7 @@ PRIORITY_UNKNOWN = 0
 # Why a line was not used (the ``malformed`` table's ``reason``).
 REASON_NOT_REQUEST_LINE = "not a 'Completed request:' line of kafka.request.logger"
 REASON_NO_TIMESTAMP = "no valid [yyyy-MM-dd HH:mm:ss,SSS] timestamp at the start"
+REASON_UNREADABLE_FILE = "file cut off, corrupt or deleted while read: skipped whole (read again once complete)"
 REASON_BAD_JSON = "JSON form: the JSON is cut off or invalid, or lacks requestHeader/connection"
 REASON_BAD_TEXT = "text form: the header or the ';totalTime:...' tail does not match the 2.x layout"
 REASON_UNKNOWN_API = "text form: apiKey names no API known in any release"

@@ -7,6 +7,18 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+#: RFC 4180 as every CSV reader expects it: a quote inside a field doubled (Spark's default escapes it with a
+#: backslash, which Python's csv module, spreadsheets and most readers take for a different value, shifting the
+#: columns), a field holding the delimiter, a quote, CR or LF quoted, and leading or trailing spaces kept (Spark
+#: trims them by default). UTF-8, LF line ends. A value starting with = + - @ is written as it is: it is data.
+RFC4180 = {
+    "header": "true",
+    "escape": '"',
+    "ignoreLeadingWhiteSpace": "false",
+    "ignoreTrailingWhiteSpace": "false",
+    "encoding": "UTF-8",
+}
+
 
 def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
     jvm = spark.sparkContext._jvm  # the Hadoop FileSystem API is only reachable through the JVM gateway
@@ -33,7 +45,7 @@ def write_single_csv(spark: SparkSession, df: DataFrame, directory: str, name: s
     staging = join_path(directory, f"_{name}.csv.tmp")
     target = join_path(directory, f"{name}.csv")
     order = [*key, *(c for c in df.columns if c not in key)]
-    df.repartition(1).sortWithinPartitions(*order).write.mode("overwrite").option("header", "true").csv(staging)
+    df.repartition(1).sortWithinPartitions(*order).write.mode("overwrite").options(**RFC4180).csv(staging)
     fs, staging_path = _hadoop(spark, staging)
     parts = [s.getPath() for s in fs.listStatus(staging_path) if s.getPath().getName().startswith("part-")]
     _fs, target_path = _hadoop(spark, target)

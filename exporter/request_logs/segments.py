@@ -10,18 +10,21 @@ reads a bounded number of directories.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from exporter.request_logs import log_format as lf
 from exporter.request_logs import parse, publication, server_log, tables
 from exporter.request_logs.file_state import Contribution, FileToRead, new_contribution
+from exporter.request_logs.input_files import InputFile
 from exporter.request_logs.local_rows import local_table
+from exporter.request_logs.unreadable import UnreadableFile, skipping_unreadable
 
 GROUPS = "groups"
 REJECTIONS = "rejections"
@@ -32,9 +35,11 @@ _PATHS_SCHEMA = T.StructType([T.StructField("file", T.StringType()), T.StructFie
 
 @dataclass
 class SegmentWrite:
+    #: One per file read, with its line count and log time range.
     contributions: list[Contribution]
-    #: Lines read in this run (every line of every file read, usable or not).
-    lines: int
+    #: The planned reads that were done (a file Spark could not read is not among them).
+    done: list[FileToRead]
+    unreadable: list[UnreadableFile]
 
 
 def _segment_dir(output: str, segment: str, table: str) -> str:
@@ -46,14 +51,28 @@ def _contribution_ids(spark: SparkSession, contributions: Sequence[Contribution]
     return local_table(spark, rows, _PATHS_SCHEMA).withColumnRenamed("file", file_column)
 
 
-def _event_time() -> F.Column:
+def _event_time() -> Column:
     stamp = F.regexp_extract("event", r"^\[?" + lf.TIMESTAMP_GROUP, 1)
     return F.translate(stamp, lf.TIMESTAMP_SEPARATORS, "").try_cast("long")
 
 
 def write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence[FileToRead]) -> SegmentWrite:
-    """Read the planned files once and store what each contributes; returns the new contributions with their line
-    counts and log time ranges."""
+    """Read the planned files once and store what each contributes; a file Spark fails to read is left out (and
+    so not recorded: a later run reads it once it is complete)."""
+    by_path = {item.file.path: item for item in reads}
+
+    def attempt(files: list[InputFile]) -> list[Contribution]:
+        return _write_segment(spark, output, run_id, [by_path[f.path] for f in files])
+
+    def undo() -> None:
+        shutil.rmtree(publication.local_path(publication.join(output, publication.SEGMENTS, run_id)), True)
+
+    contributions, unreadable = skipping_unreadable([item.file for item in reads], attempt, undo)
+    left_out = {u.file.path for u in unreadable}
+    return SegmentWrite(contributions, [item for item in reads if item.file.path not in left_out], unreadable)
+
+
+def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence[FileToRead]) -> list[Contribution]:
     planned = [new_contribution(item.file, f"{run_id}/{index}", run_id) for index, item in enumerate(reads)]
     by_kind = {
         kind: (
@@ -85,8 +104,6 @@ def write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence
         events = server_log.read_events(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             ids = F.broadcast(_contribution_ids(spark, contributions, "broker_file"))
-            rejected = server_log.parse_rejections(events).join(ids, "broker_file").drop("broker_file")
-            rejected.write.mode("errorifexists").parquet(_segment_dir(output, run_id, REJECTIONS))
             per_file = events.groupBy(F.col("file").alias("broker_file")).agg(
                 F.count(F.lit(1)).alias("lines"),
                 F.min(_event_time()).alias("first_ts"),
@@ -96,16 +113,18 @@ def write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence
                 (r.contribution, int(r.lines), r.first_ts, r.last_ts)
                 for r in per_file.join(ids, "broker_file").collect()
             ]
+            rejected = server_log.parse_rejections(events).join(ids, "broker_file").drop("broker_file")
+            rejected.write.mode("errorifexists").parquet(_segment_dir(output, run_id, REJECTIONS))
         finally:
             events.unpersist()
 
     found = {contribution: (lines, first, last) for contribution, lines, first, last in stats}
-    # A file whose every line vanished between listing and reading contributes nothing, but is known all the same.
-    written = [
-        replace(c, lines=found[c.id][0], first_ts=found[c.id][1], last_ts=found[c.id][2]) if c.id in found else c
-        for c in planned
-    ]
-    return SegmentWrite(written, sum(c.lines for c in written))
+    # Every planned file has content (empty ones are not planned), so each must have lines: one without any was
+    # not attributed to its file, and recording it as read would lose its lines for good.
+    lost = [c.path for c in planned if c.id not in found]
+    if lost:
+        raise RuntimeError(f"lines of {', '.join(lost)} were read but not attributed to the file; nothing was kept")
+    return [replace(c, lines=found[c.id][0], first_ts=found[c.id][1], last_ts=found[c.id][2]) for c in planned]
 
 
 def _live_rows(

@@ -39,7 +39,22 @@ def build_session(master: str | None = None, conf: Mapping[str, str] | None = No
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _quiet_task_failures(spark)
     if SHUFFLE_PARTITIONS not in (conf or {}) and not launched_by_spark_submit():
         partitions = SHUFFLE_PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism
         spark.conf.set(SHUFFLE_PARTITIONS, str(partitions))
     return spark
+
+
+#: In local mode a failed task's stack trace is printed by these loggers of the driver's JVM before the job sees the
+#: failure. The job handles the one failure it expects (a file Spark cannot read: unreadable.py names it in one
+#: line and goes on); any other failure still reaches the driver with Spark's whole message and trace.
+_TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager")
+
+
+def _quiet_task_failures(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log4j = jvm.org.apache.logging.log4j
+    for name in _TASK_FAILURE_LOGGERS:
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.FATAL)

@@ -183,6 +183,31 @@ def test_output_of_a_full_run_is_not_extended(spark, tmp_path: Path) -> None:
     assert (runs.output / publication.PUBLICATION).read_bytes() == before
 
 
+def test_a_file_deleted_between_listing_and_reading_is_read_when_seen_again(spark, tmp_path: Path, monkeypatch) -> None:
+    from exporter.request_logs import job
+
+    logs = tmp_path / "logs"
+    for broker in ("broker-2", "broker-3"):
+        shutil.copytree(SAMPLES / broker, logs / broker)
+    victim, aside = logs / "broker-3" / "kafka-request.log", tmp_path / "aside"
+    listed = job.list_input_files
+
+    def retention_right_after_the_listing(*args):
+        files = listed(*args)
+        victim.rename(aside)
+        return files
+
+    monkeypatch.setattr(job, "list_input_files", retention_right_after_the_listing)
+    runs = Runs(spark, tmp_path)
+    first = runs.incremental(logs)
+    assert (first.files["read"], first.files["skipped_unreadable"], first.lines) == (2, 1, 35)
+    monkeypatch.undo()
+    aside.rename(victim)  # it was being moved, not deleted: the next run finds it and reads it, once
+    second = runs.incremental(logs)
+    assert (second.files["read_new"], second.files["skipped_unchanged"], second.lines) == (1, 2, 35 + 32)
+    assert csvs(runs.output) == runs.full(logs)
+
+
 def _command(*args: str) -> list[str]:
     return [
         sys.executable,
