@@ -121,24 +121,27 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException
 
     from exporter.request_logs.input_files import InputError
-    from exporter.request_logs.job import InventoryOptions, run_inventory
+    from exporter.request_logs.job import InventoryOptions, check_options, run_inventory
     from exporter.request_logs.publication import PublicationError
     from exporter.request_logs.session import build_session
 
+    options = InventoryOptions(
+        inputs=args.inputs,
+        output=args.output,
+        target_release=args.target_release,
+        policy_file=args.policy,
+        write_csv=not args.no_csv,
+        incremental=args.incremental,
+        forget_before=args.forget_before,
+    )
+    try:
+        check_options(options)
+    except PublicationError as exc:
+        print(f"kafka-client-exporter inventory: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     spark = build_session(args.master, conf)
     try:
-        summary = run_inventory(
-            spark,
-            InventoryOptions(
-                inputs=args.inputs,
-                output=args.output,
-                target_release=args.target_release,
-                policy_file=args.policy,
-                write_csv=not args.no_csv,
-                incremental=args.incremental,
-                forget_before=args.forget_before,
-            ),
-        )
+        summary = run_inventory(spark, options)
     except (InputError, PublicationError) as exc:
         # Nothing was published: the last publication and its state are as they were.
         print(f"kafka-client-exporter inventory: {exc}", file=sys.stderr)

@@ -329,21 +329,27 @@ def _write_outputs(
     sc.setJobDescription("report")
     tables_written = dataclasses.replace(built, **written)
     totals = _totals(tables_written)
+    totals.update({f"rows_{name}": df.count() for name, df in written.items()})  # from the Parquet footers
     html_text = report.render(_report_data(tables_written, options.target_release, totals))
     outputs["report"] = output.write_text(spark, run_dir, REPORT_FILE, html_text)
     return outputs, milestones, totals
 
 
-def _check_output(options: InventoryOptions, published: dict[str, Any] | None) -> None:
-    """Refuse to mix a full run's output with an incremental one, or to extend another job version's state."""
-    where = options.output
+def check_options(options: InventoryOptions) -> None:
+    """What can be refused before Spark starts."""
     if options.incremental and not publication.is_local(options.output):
         raise publication.PublicationError(
             f"--incremental needs a local or mounted --output directory (its state and lock live on the local file "
-            f"system); {where} is not one"
+            f"system); {options.output} is not one"
         )
     if options.forget_before is not None and not options.incremental:
         raise publication.PublicationError("--forget-before applies to the history of --incremental runs only")
+
+
+def _check_output(options: InventoryOptions, published: dict[str, Any] | None) -> None:
+    """Refuse to mix a full run's output with an incremental one, or to extend another job version's state."""
+    check_options(options)
+    where = options.output
     if published is None:
         return
     if options.incremental and not published.get("incremental"):
@@ -528,12 +534,9 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
             "log_time_range": {"first": _ts_text(first_ts), "last": _ts_text(last_ts)},
             "lines": totals["lines"],
             "malformed_lines": totals["malformed"],
-            "rows": {
-                "clients": totals["clients"],
-                "rejections": totals["rejections"],
-                "blocking_clients": totals["blocking"],
-                "policy_clients": totals["policy"],
-            },
+            "rows": {name: totals[f"rows_{name}"] for name in TABLES},
+            "blocking_clients": totals["blocking"],
+            "policy_clients": totals["policy"],
         }
         publication.publish(spark, options.output, run_id, metadata)
         keep_runs, keep_segments = _kept(options.output, {**metadata, "run_id": run_id})
