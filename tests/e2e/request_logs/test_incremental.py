@@ -138,7 +138,7 @@ def test_incremental_runs_equal_a_full_run_at_every_step(spark, tmp_path: Path, 
 
     # 7. The user drops the deleted file's lines (all logged before 2026-03-20); files still present keep theirs.
     seventh = runs.incremental(logs, forget_before=20260320000000000)
-    assert seventh.files["forgotten_now"] == 1 and seventh.time_range[0].startswith("2026-11-23")
+    assert seventh.files["forgotten_now"] == 1 and str(seventh.time_range[0]).startswith("2026-11-23")
     assert csvs(runs.output) == runs.full(logs)
 
     # 8. A known file rewritten shorter in place: read again whole, with a warning naming it.
