@@ -1,4 +1,4 @@
-"""``python -m exporter.request_logs ...`` and ``spark-submit exporter/inventory/__main__.py ...``."""
+"""``python -m exporter.request_logs ...`` and ``spark-submit exporter/request_logs/__main__.py ...``."""
 
 import sys
 

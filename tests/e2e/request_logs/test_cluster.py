@@ -1,0 +1,157 @@
+"""The inventory on a real Spark standalone cluster (a master and two workers started from the installed pyspark):
+through ``--master spark://`` and through ``spark-submit`` it writes the same bytes as in local mode, whatever the
+partitioning, and a worker lost in the middle of the pass changes nothing in the output."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from exporter.request_logs.job import CSV_TABLES
+from tests.support.spark_cluster import SPARK_SUBMIT, StandaloneCluster, loopback_env
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[3]
+SAMPLES = REPO / "samples" / "request-logs"
+LOOPBACK = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
+# A job that tried to start a Python worker would fail on this module, which does not exist.
+NO_PYTHON_WORKERS = ["--conf", "spark.python.daemon.module=kce_the_inventory_job_starts_no_python_workers"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    running = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        yield running.start(workers=2, cores=1, memory="2g")
+    finally:
+        running.stop()
+
+
+def csvs(output: Path) -> dict[str, bytes]:
+    return {name: (output / "current" / f"{name}.csv").read_bytes() for name in CSV_TABLES}
+
+
+def inventory(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter", "inventory", *args, *LOOPBACK, *NO_PYTHON_WORKERS],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: StandaloneCluster, tmp_path: Path) -> None:
+    local, standalone, submitted = tmp_path / "local", tmp_path / "standalone", tmp_path / "submitted"
+    inventory("--input", str(SAMPLES), "--output", str(local), "--master", "local[2]")
+    inventory(
+        "--input",
+        str(SAMPLES),
+        "--output",
+        str(standalone),
+        "--master",
+        cluster.url,
+        # Another partitioning than local mode's: the rows must not depend on it.
+        "--conf",
+        "spark.sql.shuffle.partitions=7",
+        "--conf",
+        "spark.sql.files.maxPartitionBytes=4k",
+    )
+    python = sys.executable
+    done = subprocess.run(
+        [
+            str(SPARK_SUBMIT),
+            "--master",
+            cluster.url,
+            *LOOPBACK,
+            *NO_PYTHON_WORKERS,
+            "--conf",
+            "spark.sql.shuffle.partitions=3",
+            str(REPO / "exporter" / "request_logs" / "__main__.py"),
+            "--input",
+            str(SAMPLES),
+            "--output",
+            str(submitted),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**loopback_env(tmp_path), "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = csvs(local)
+    assert b"legacy-billing" in expected["clients"] and expected["rejections"].count(b"\n") == 2
+    assert csvs(standalone) == expected
+    assert csvs(submitted) == expected
+
+
+@pytest.fixture(scope="module")
+def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bench.inventory_logs import generate
+
+    logs = tmp_path_factory.mktemp("generated") / "logs"
+    generate(logs, 200_000_000, 5_000)
+    return logs
+
+
+_PASS_RUNNING = re.compile(r"progress: stage \d+ \([^)]*\): (\d+)/(\d+) tasks done, [1-9]\d* running")
+
+
+def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
+    cluster: StandaloneCluster, generated_logs: Path, tmp_path: Path
+) -> None:
+    local = tmp_path / "local"
+    inventory("--input", str(generated_logs), "--output", str(local), "--master", "local[2]")
+    stderr = tmp_path / "cluster.stderr"
+    output = tmp_path / "cluster"
+    with stderr.open("w") as log:
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "exporter",
+                "inventory",
+                "--input",
+                str(generated_logs),
+                "--output",
+                str(output),
+                "--master",
+                cluster.url,
+                *LOOPBACK,
+                *NO_PYTHON_WORKERS,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
+        )
+    victim = cluster.workers[0]
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert run.poll() is None, stderr.read_text()[-3000:]
+            assert time.monotonic() < deadline, "the pass never showed running tasks"
+            progress = [m for m in _PASS_RUNNING.finditer(stderr.read_text()) if int(m.group(2)) >= 4]
+            if progress and int(progress[-1].group(1)) < int(progress[-1].group(2)):
+                break
+            time.sleep(0.2)
+        cluster.kill_worker(victim)
+        assert run.wait(timeout=600) == 0, stderr.read_text()[-3000:]
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        cluster.workers.remove(victim)
+        cluster.add_worker(cores=1, memory="2g")
+        cluster.wait_for_workers(2)
+    assert csvs(output) == csvs(local)
