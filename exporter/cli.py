@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -43,6 +45,8 @@ from exporter.web.security import security_middlewares
 log = logging.getLogger("exporter")
 
 EXIT_CONFIG = 2
+#: Start-up failed for a reason outside the configuration (the listen address, the Java runtime).
+EXIT_STARTUP = 1
 CONFIG_ENV = "KCE_CONFIG_FILE"
 
 
@@ -147,19 +151,64 @@ class _Listen:
     web_config_file: Path | None
 
 
+class StartupError(Exception):
+    """Serving cannot start for a reason outside the configuration; phrased for the operator, in one line."""
+
+
+# Why a listen address cannot be bound, in the words an operator acts on.
+_BIND_HINTS = {
+    errno.EADDRINUSE: "another process is listening there; stop it or choose another --web.listen-address",
+    errno.EADDRNOTAVAIL: "no network interface of this machine has that address",
+    errno.EACCES: "ports below 1024 need privileges; choose a higher port",
+}
+
+
+def _bind_error(address: ListenAddress, exc: OSError) -> StartupError:
+    # asyncio wraps the socket's error in a sentence of its own; the errno says what happened.
+    reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else (exc.strerror or str(exc))
+    hint = _BIND_HINTS.get(exc.errno or 0)
+    return StartupError(
+        f"cannot listen on {format_listen_address(address)}: {reason.lower()}" + (f" ({hint})" if hint else "")
+    )
+
+
+def _missing_java(settings: Settings) -> StartupError | None:
+    """JMX polls run a JVM: without one each would fail on every cycle, so the exporter says so once, at start."""
+    clusters = [cluster.name for cluster in settings.clusters if cluster.polls_jmx]
+    if not clusters or shutil.which(settings.java.path) is not None:
+        return None
+    where = "" if os.sep in settings.java.path else " on PATH"
+    return StartupError(
+        f"java executable {settings.java.path!r} not found{where}; the JMX polls of cluster(s) {', '.join(clusters)} "
+        "need a Java runtime: install one, or set java.path (KCE_JAVA__PATH)"
+    )
+
+
 async def _serve(settings: Settings, policy: Policy, listen: _Listen, serving: WebServing) -> None:
     exposition = Exposition(settings.collection.network_processor_label, settings.collection.stale_after_seconds)
     collection = CollectionLoop(
         settings, publish=exposition.publish, policy=policy, count_failed_cycle=exposition.count_failed_cycle
     )
     stop = asyncio.Event()
-    task = asyncio.create_task(collection.run_forever(stop))
+    task: asyncio.Task[None] | None = None
     web_config = LiveWebConfig(listen.web_config_file, serving)
-    app = make_app(exposition, lambda: not task.done(), security_middlewares(web_config), listen.telemetry_path)
+    app = make_app(
+        exposition,
+        lambda: task is not None and not task.done(),
+        security_middlewares(web_config),
+        listen.telemetry_path,
+    )
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     host, port = listen.address
-    await web.TCPSite(runner, host, port, ssl_context=live_ssl_context(web_config)).start()
+    # Bound before the first poll, so that an address in use is the only thing a failed start prints.
+    try:
+        await web.TCPSite(runner, host, port, ssl_context=live_ssl_context(web_config)).start()
+    except OSError as exc:
+        await runner.cleanup()
+        await asyncio.to_thread(collection.close)
+        raise _bind_error(listen.address, exc) from exc
+    task = asyncio.create_task(collection.run_forever(stop))
     log.info(
         "kafka-client-exporter %s serving %s://%s%s",
         __version__,
@@ -221,8 +270,19 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"kafka-client-exporter: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    asyncio.run(_serve(loaded.settings, loaded.policy, listen, loaded.serving))
+    try:
+        if (problem := _missing_java(loaded.settings)) is not None:
+            raise problem
+        asyncio.run(_serve(loaded.settings, loaded.policy, listen, loaded.serving))
+    except StartupError as exc:
+        return _startup_failed(exc)
     return 0
+
+
+def _startup_failed(exc: StartupError) -> int:
+    log.debug("start-up failed", exc_info=exc)  # the traceback, for --log.level debug only
+    print(f"kafka-client-exporter: {exc}", file=sys.stderr)
+    return EXIT_STARTUP
 
 
 def check_config(args: argparse.Namespace) -> int:
@@ -244,6 +304,8 @@ def collect_once(args: argparse.Namespace) -> int:
     loaded = _load(args, web_config=False)
     if loaded is None:
         return EXIT_CONFIG
+    if (problem := _missing_java(loaded.settings)) is not None:
+        return _startup_failed(problem)
     return asyncio.run(_collect_once(loaded.settings, loaded.policy))
 
 

@@ -6,7 +6,7 @@ absent. An unknown key lists the keys allowed in its place, found by walking the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
@@ -41,6 +41,8 @@ class ErrorFormat:
     unsupported: Mapping[tuple[str, ...], str] = field(default_factory=dict)
     #: A last line after the problems.
     hint: str | None = None
+    #: Where a location's value came from when not from the file (an environment variable's name), or None.
+    source_of: Callable[[Location], str | None] | None = None
 
 
 def format_validation_error(exc: ValidationError, origin: str, how: ErrorFormat) -> str:
@@ -49,7 +51,9 @@ def format_validation_error(exc: ValidationError, origin: str, how: ErrorFormat)
     for error in exc.errors(include_url=False):
         location: Location = tuple(error["loc"])
         where = ".".join(str(part) for part in location) or "(top level)"
-        lines.append(f"  {where}: {_message(error['type'], error['msg'], location, how)}{_given(error, how)}")
+        source = how.source_of(location) if how.source_of is not None else None
+        given = _given(error, how) + (f" from {source}" if source else "")
+        lines.append(f"  {where}: {_message(error['type'], error['msg'], location, how)}{given}")
     if how.hint is not None:
         lines.append(how.hint)
     return "\n".join(lines)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict, YamlConfigSettingsSource
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError, YamlConfigSettingsSource
 
-from exporter.config.schema import ConfigError, ErrorFormat, StrictModel, format_validation_error
+from exporter.config.schema import ConfigError, ErrorFormat, Location, StrictModel, format_validation_error
 from exporter.config.yaml_file import parse_mapping, read_text
 from exporter.kafka_releases.table import UnknownReleaseError
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, check_target_release
@@ -612,12 +612,47 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
+_SECRET_WORDS = ("password", "token")
+
+
+def _environment_variable(location: Location) -> str | None:
+    """The KCE_* variable that set ``location`` or the section or list holding it (KCE_CLUSTERS for
+    clusters.0.name), if one is set: pydantic-settings matches names case-insensitively, and so does this."""
+    names = {name.upper(): name for name in os.environ}
+    for end in range(len(location), 0, -1):
+        wanted = (ENV_PREFIX + "__".join(str(part) for part in location[:end])).upper()
+        if wanted in names:
+            return names[wanted]
+    return None
+
+
+def _environment_source(location: Location) -> str | None:
+    variable = _environment_variable(location)
+    return f"environment variable {variable}" if variable else None
+
+
 _ERRORS = ErrorFormat(
     root=Settings,
     # password, password_file, password_env, key_password(_file), token_file: never echoed.
-    secret_words=("password", "token"),
+    secret_words=_SECRET_WORDS,
     hint=f"Environment variables {ENV_PREFIX}* override the file (nested keys joined with '__').",
+    source_of=_environment_source,
 )
+_UNPARSED_FIELD = re.compile(r'error parsing value for field "([^"]+)" from source "EnvSettingsSource"')
+
+
+def _unparsed_variable(exc: SettingsError) -> str:
+    """A KCE_* variable holding a list or section that is not JSON: name it, its value unless secret, and why."""
+    found = _UNPARSED_FIELD.search(str(exc))
+    variable = _environment_variable((found.group(1),)) if found else None
+    if variable is None:
+        return f"the environment is invalid: {exc}"
+    value = os.environ[variable]
+    shown = "" if any(word in variable.lower() for word in _SECRET_WORDS) else f" (got {value!r})"
+    why = f": {exc.__cause__}" if exc.__cause__ is not None else ""
+    return (
+        f"environment variable {variable} is invalid: lists and sections take JSON, and this is not JSON{why}{shown}"
+    )
 
 
 def _check_yaml(path: Path) -> None:
@@ -638,6 +673,11 @@ def load_settings(path: Path | None) -> Settings:
         settings_cls = type("FileSettings", (Settings,), {"model_config": {**Settings.model_config, "yaml_file": path}})
     try:
         return settings_cls()
+    except SettingsError as exc:
+        raise ConfigError(_unparsed_variable(exc)) from None
     except ValidationError as exc:
         origin = f"config file {path}" if path else "configuration"
+        variables = sorted({v for error in exc.errors() if (v := _environment_variable(tuple(error["loc"])))})
+        if variables:
+            origin += f" with the environment override{'s' if len(variables) > 1 else ''} {', '.join(variables)}"
         raise ConfigError(format_validation_error(exc, origin, _ERRORS)) from None
