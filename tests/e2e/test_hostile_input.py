@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from exporter.request_logs import log_format as lf
+from tests.support.inventory_command import run_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,29 +43,6 @@ HOSTILE_VALUES = [
 ]
 
 
-def _inventory(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "exporter",
-            "inventory",
-            *args,
-            "--conf",
-            "spark.driver.host=127.0.0.1",
-            "--conf",
-            "spark.ui.enabled=false",
-            "--conf",
-            "spark.sql.shuffle.partitions=2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
-        check=False,
-    )
-
-
 def _published(output: Path, table: str) -> list[dict[str, str]]:
     with (output / "current" / f"{table}.csv").open(encoding="utf-8", newline="") as handle:
         return list(csv.DictReader(handle))
@@ -80,7 +58,7 @@ def test_inventory_a_cut_off_gzip_is_skipped_and_named_and_the_rest_is_read(tmp_
     cut.write_bytes(whole[: len(whole) // 2])  # an external gzip still writing it
     (logs / "broker-3" / "kafka-request.log.2026-01-01-03.gz").write_bytes(b"")  # 0 bytes: nothing to read
     output = tmp_path / "inventory"
-    done = _inventory("--incremental", "--input", str(logs), "--output", str(output))
+    done = run_inventory("--incremental", "--input", str(logs), "--output", str(output))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and done.stderr.count("\tat ") == 0, done.stderr[-3000:]
     assert f"file:{cut}: cut off or corrupt (java.io.EOFException: Unexpected end of input stream)" in done.stderr
@@ -94,7 +72,7 @@ def test_inventory_a_cut_off_gzip_is_skipped_and_named_and_the_rest_is_read(tmp_
 
     # Once complete, the next run reads it: it was not recorded as read.
     cut.write_bytes(whole)
-    again = _inventory("--incremental", "--input", str(logs), "--output", str(output))
+    again = run_inventory("--incremental", "--input", str(logs), "--output", str(output))
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"{35 + 32 * 50:,} lines (0 not parsed)" in again.stdout and "1 read new" in again.stdout
     assert _published(output, "malformed") == []
@@ -105,7 +83,7 @@ def test_inventory_with_no_log_file_or_none_readable_fails_in_one_line(tmp_path:
     empty = tmp_path / "empty"
     (empty / "broker-1").mkdir(parents=True)
     (empty / "broker-1" / "controller.log").write_text("not a request log\n", encoding="utf-8")
-    done = _inventory("--input", str(empty), "--output", str(tmp_path / "out"))
+    done = run_inventory("--input", str(empty), "--output", str(tmp_path / "out"))
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == (
         f"kafka-client-exporter inventory: no kafka-request.log* or server.log* under {empty}"
@@ -113,7 +91,7 @@ def test_inventory_with_no_log_file_or_none_readable_fails_in_one_line(tmp_path:
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "kafka-request.log.2026-01-01-02.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
-    done = _inventory("--input", str(broken), "--output", str(tmp_path / "out"))
+    done = run_inventory("--input", str(broken), "--output", str(tmp_path / "out"))
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"kafka-client-exporter inventory: none of the 1 log file(s) under {broken} could be read:")
@@ -147,7 +125,7 @@ def test_inventory_csv_reads_back_exactly_with_the_csv_module(tmp_path: Path) ->
     logs.mkdir()
     (logs / "kafka-request.log").write_text(_hostile_lines(), encoding="utf-8")
     output = tmp_path / "inventory"
-    done = _inventory("--input", str(logs), "--output", str(output))
+    done = run_inventory("--input", str(logs), "--output", str(output))
     assert done.returncode == 0, done.stderr[-3000:]
     for table in ("clients", "api_usage"):
         rows = _published(output, table)

@@ -4,7 +4,6 @@ partitioning, and a worker lost in the middle of the pass changes nothing in the
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -15,14 +14,19 @@ from pathlib import Path
 import pytest
 
 from exporter.request_logs.job import CSV_TABLES
+from tests.support.inventory_command import (
+    LOOPBACK_CONF,
+    NO_PYTHON_WORKERS,
+    TWO_PARTITIONS,
+    inventory_command,
+    run_inventory,
+)
+from tests.support.inventory_command import loopback_env as spark_loopback_env
 from tests.support.spark_cluster import SPARK_SUBMIT, StandaloneCluster, loopback_env
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "samples" / "request-logs"
-LOOPBACK = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
-# A job that tried to start a Python worker would fail on this module, which does not exist.
-NO_PYTHON_WORKERS = ["--conf", "spark.python.daemon.module=kce_the_inventory_job_starts_no_python_workers"]
 
 
 @pytest.fixture(scope="module")
@@ -38,17 +42,9 @@ def csvs(output: Path) -> dict[str, bytes]:
     return {name: (output / "current" / f"{name}.csv").read_bytes() for name in CSV_TABLES}
 
 
-def inventory(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "exporter", "inventory", *args, *LOOPBACK, *NO_PYTHON_WORKERS],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env or dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
-        check=False,
-    )
+def inventory(*args: str, conf: list[str] = TWO_PARTITIONS) -> None:
+    done = run_inventory(*args, timeout=600, conf=conf)
     assert done.returncode == 0, done.stderr[-3000:]
-    return done
 
 
 def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: StandaloneCluster, tmp_path: Path) -> None:
@@ -62,10 +58,7 @@ def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: Standal
         "--master",
         cluster.url,
         # Another partitioning than local mode's: the rows must not depend on it.
-        "--conf",
-        "spark.sql.shuffle.partitions=7",
-        "--conf",
-        "spark.sql.files.maxPartitionBytes=4k",
+        conf=["--conf", "spark.sql.shuffle.partitions=7", "--conf", "spark.sql.files.maxPartitionBytes=4k"],
     )
     python = sys.executable
     done = subprocess.run(
@@ -73,7 +66,7 @@ def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: Standal
             str(SPARK_SUBMIT),
             "--master",
             cluster.url,
-            *LOOPBACK,
+            *LOOPBACK_CONF,
             *NO_PYTHON_WORKERS,
             "--conf",
             "spark.sql.shuffle.partitions=3",
@@ -117,23 +110,12 @@ def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
     output = tmp_path / "cluster"
     with stderr.open("w") as log:
         run = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "exporter",
-                "inventory",
-                "--input",
-                str(generated_logs),
-                "--output",
-                str(output),
-                "--master",
-                cluster.url,
-                *LOOPBACK,
-                *NO_PYTHON_WORKERS,
-            ],
+            inventory_command(
+                "--input", str(generated_logs), "--output", str(output), "--master", cluster.url, conf=[]
+            ),
             stdout=subprocess.DEVNULL,
             stderr=log,
-            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
+            env=spark_loopback_env(),
         )
     victim = cluster.workers[0]
     try:

@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from exporter.request_logs import publication
 from exporter.request_logs.job import CSV_TABLES, InventoryOptions, InventorySummary, run_inventory
+from tests.support.inventory_command import inventory_command, loopback_env
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
@@ -208,35 +208,15 @@ def test_a_file_deleted_between_listing_and_reading_is_read_when_seen_again(spar
     assert csvs(runs.output) == runs.full(logs)
 
 
-def _command(*args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "exporter",
-        "inventory",
-        *args,
-        "--conf",
-        "spark.driver.host=127.0.0.1",
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.sql.shuffle.partitions=2",
-    ]
-
-
-def _env() -> dict[str, str]:
-    return dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-
-
 def test_a_second_run_on_the_same_output_refuses_naming_the_first(tmp_path: Path) -> None:
     output = tmp_path / "inventory"
     with publication.output_lock(str(output)):
         done = subprocess.run(
-            _command("--incremental", "--input", str(SAMPLES), "--output", str(output)),
+            inventory_command("--incremental", "--input", str(SAMPLES), "--output", str(output)),
             capture_output=True,
             text=True,
             timeout=240,
-            env=_env(),
+            env=loopback_env(),
             check=False,
         )
     assert done.returncode == 1, done.stderr[-2000:]
@@ -253,10 +233,10 @@ def test_a_killed_run_leaves_the_last_publication_and_the_next_run_is_correct(sp
     published = (runs.output / publication.PUBLICATION).read_bytes()
     shutil.copytree(SAMPLES / "broker-3", logs / "broker-3")
     run = subprocess.Popen(
-        _command("--incremental", "--input", str(logs), "--output", str(runs.output)),
+        inventory_command("--incremental", "--input", str(logs), "--output", str(runs.output)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=_env(),
+        env=loopback_env(),
     )
     try:
         # Killed once it has written part of its state: the moment a half-done run is most dangerous.
@@ -293,11 +273,11 @@ def test_an_unreadable_input_stops_the_run_before_anything_is_written(spark, tmp
     shutil.copy(SAMPLES / "broker-2" / "kafka-request.log", unreadable)
     unreadable.chmod(0)
     done = subprocess.run(
-        [*AS_A_USER, *_command("--incremental", "--input", str(logs), "--output", str(runs.output))],
+        [*AS_A_USER, *inventory_command("--incremental", "--input", str(logs), "--output", str(runs.output))],
         capture_output=True,
         text=True,
         timeout=240,
-        env=_env(),
+        env=loopback_env(),
         check=False,
     )
     assert done.returncode == 1, done.stderr[-2000:]

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +15,7 @@ from exporter.request_logs import log_format as lf
 from exporter.request_logs.job import InventoryOptions, InventoryTables, build_tables, run_inventory
 from exporter.request_logs.tables import CLIENT_KEY
 from tests.support import request_log_fixtures as fx
+from tests.support.inventory_command import run_inventory as run_inventory_command
 from tests.support.modules import load_script
 
 pytestmark = pytest.mark.slow
@@ -159,33 +157,7 @@ def test_the_fast_path_reads_lines_as_the_general_path_does(spark, fixture_dir: 
 
 
 def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "exporter",
-            "inventory",
-            "--input",
-            str(REPO / "samples" / "request-logs"),
-            "--output",
-            str(tmp_path / "out"),
-            "--conf",
-            "spark.driver.host=127.0.0.1",
-            "--conf",
-            "spark.ui.enabled=false",
-            "--conf",
-            "spark.sql.shuffle.partitions=2",
-            # No Python workers: a job that tried to start one would fail on this module, which does not exist.
-            "--conf",
-            "spark.python.daemon.module=kce_the_inventory_job_starts_no_python_workers",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-        check=False,
-    )
+    done = run_inventory_command("--input", str(REPO / "samples" / "request-logs"), "--output", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "0 not parsed" in done.stdout and "1 blocking 4.0.0" in done.stdout
     # Broker 3 (4.1) rejected the legacy client's Produce v2 and said so in server.log; its Metadata v4 on the same
