@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from exporter.config.settings import Settings
 from exporter.judging.clients import ClientJudge
+from exporter.judging.identities import join_identities
 from exporter.judging.upgrade import UpgradeJudge
 from exporter.policy import Policy, load_policy
 from exporter.snapshot import Reading, Snapshot, SourceKey, SourceResult
@@ -49,6 +50,11 @@ class CollectionLoop:
         policy = policy if policy is not None else load_policy(settings.policy_file)
         self._judge = ClientJudge(policy, settings.collection.max_versions_per_cluster)
         self._upgrade_judge = UpgradeJudge(settings.policy.target_release)
+        self._max_identity_series = {
+            cluster.name: cluster.inventory.max_identity_series
+            for cluster in settings.clusters
+            if cluster.inventory is not None
+        }
         self._publish = publish
         self._clock = clock
         # One bridge JVM per distinct JMX TLS configuration, shared by the clusters having it; closed with the loop.
@@ -91,7 +97,9 @@ class CollectionLoop:
         else:
             log.debug("%s/%s (%s): %s", key.cluster, key.broker, key.source, error)
         self._last_error[key] = error.reason
-        return SourceResult(key, False, duration, now, error_reason=error.reason, error_message=str(error))
+        return SourceResult(
+            key, False, duration, now, error_reason=error.reason, error_message=str(error), reading=reading
+        )
 
     async def _poll(self, source: Source, poll: Poll, slots: asyncio.Semaphore) -> SourceResult:
         key = SourceKey(source.cluster, poll.broker, source.name)
@@ -100,7 +108,7 @@ class CollectionLoop:
             try:
                 reading = await poll.read()
             except SourceError as error:
-                return self._result(key, started, error)
+                return self._result(key, started, error, error.kept)
         return self._result(key, started, None, reading)
 
     async def _run_source(
@@ -130,6 +138,8 @@ class CollectionLoop:
         results = [r for cluster_results in per_cluster for r in cluster_results]
         self._forget_gone({r.key for r in results})
         self._sequence += 1
+        clients = self._judge.judge(results)
+        identities, identity_series_dropped = join_identities(results, clients, self._max_identity_series)
         return Snapshot(
             sequence=self._sequence,
             taken_at=self._clock(),
@@ -140,9 +150,11 @@ class CollectionLoop:
             clusters=tuple(c.name for c in self._settings.clusters),
             interval_seconds=self._settings.collection.interval_seconds,
             stale_after_seconds=self._settings.collection.stale_after_seconds,
-            clients=self._judge.judge(results),
+            clients=clients,
             folded_total=self._judge.folded_total,
             blocking_requests=self._upgrade_judge.judge(results),
+            identities=identities,
+            identity_series_dropped=identity_series_dropped,
         )
 
     def _forget_gone(self, current: set[SourceKey]) -> None:

@@ -13,6 +13,10 @@ from typing import TypeVar
 from exporter.kafka_releases.table import ApiRange
 
 
+def _frozen(mapping: Mapping) -> Mapping:
+    return MappingProxyType(dict(mapping))
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConnections:
     """One KIP-511 gauge: connections of one client software/version on one listener and processor."""
@@ -139,9 +143,62 @@ class BlockingRequests:
     target_release: str
 
 
+@dataclass(frozen=True, slots=True)
+class ClientIdentity:
+    """Who runs one client software version, per the inventory job's ``clients`` table: one clientId, principal,
+    source host and listener, over the log time the job covered."""
+
+    client_id: str
+    principal: str
+    source_host: str
+    listener: str
+    software_name: str
+    software_version: str
+    first_seen: str  # the brokers' log time, zone-less, as the job writes it
+    last_seen: str
+    requests: int
+    connections: int
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryReading:
+    """The inventory job's latest publication for one cluster."""
+
+    directory: str
+    run_id: str
+    finished: str  # when the job's run ended (ISO 8601, UTC)
+    log_first: str | None  # the oldest and newest log line the publication covers (brokers' log time)
+    log_last: str | None
+    newest_line_timestamp: float | None  # log_last as Unix time, its zone-less time read as UTC
+    # Per (software name, software version), the most active identities first; at most `max_loaded` overall.
+    identities: Mapping[tuple[str, str], tuple[ClientIdentity, ...]]
+    # Per pair, how many identities the table has (those beyond the loaded ones included).
+    identity_counts: Mapping[tuple[str, str], int]
+    rows: int  # rows of the clients table
+    not_loaded: int  # rows past the load limit (inventory.max_loaded_identities), the least active ones
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "identities", _frozen(self.identities))
+        object.__setattr__(self, "identity_counts", _frozen(self.identity_counts))
+
+
+@dataclass(frozen=True, slots=True)
+class LivePairIdentities:
+    """Who is behind one client software version connected to a cluster now, per the cluster's inventory."""
+
+    cluster: str
+    software_name: str
+    software_version: str  # as kafka_client_connections labels it ("other" when the cap folded it)
+    real_software_version: str
+    connections: int  # live, over every broker of the cluster
+    identities: tuple[ClientIdentity, ...]  # the loaded ones, most active first
+    identities_total: int  # in the inventory, loaded or not; 0: the pair is not in it
+    exported: int  # the first `exported` identities are kafka_client_identity_info series (max_identity_series)
+
+
 # What one poll of one source can produce.
-Reading = JmxReading | BrokerFacts | ClientMetricsReading
-ReadingT = TypeVar("ReadingT", JmxReading, BrokerFacts, ClientMetricsReading)
+Reading = JmxReading | BrokerFacts | ClientMetricsReading | InventoryReading
+ReadingT = TypeVar("ReadingT", JmxReading, BrokerFacts, ClientMetricsReading, InventoryReading)
 
 # Cluster-level sources (metadata discovery, client-metrics subscriptions) are reported under this pseudo broker.
 CLUSTER_BROKER = "bootstrap"
@@ -166,15 +223,17 @@ class SourceResult:
     finished_at: float
     error_reason: str | None = None
     error_message: str | None = None
-    reading: Reading | None = None  # what the source read; None when the poll failed
+    # What the source read; None when the poll failed, unless the source hands over its last good reading.
+    reading: Reading | None = None
 
     def reading_of(self, kind: type[ReadingT]) -> ReadingT | None:
         """The reading when this poll succeeded and produced a `kind`; None otherwise."""
         return self.reading if self.ok and isinstance(self.reading, kind) else None
 
-
-def _frozen(mapping: Mapping) -> Mapping:
-    return MappingProxyType(dict(mapping))
+    def kept_reading_of(self, kind: type[ReadingT]) -> ReadingT | None:
+        """The reading of `kind` even of a failed poll: a source that keeps its last good data (the inventory)
+        hands it over with its error, so `up` says 0 while the data stays, marked by its age."""
+        return self.reading if isinstance(self.reading, kind) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,11 +257,16 @@ class Snapshot:
     # stale: then its results are failed polls and its client rows are gone (exporter/freshness.py).
     stale_after_seconds: float = 0.0
     stale: bool = False
+    # Live pairs joined with the inventory of clusters that have one, and per cluster the identities left out of
+    # the series by inventory.max_identity_series this cycle.
+    identities: tuple[LivePairIdentities, ...] = ()
+    identity_series_dropped: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors_total", _frozen(self.errors_total))
         object.__setattr__(self, "last_success", _frozen(self.last_success))
         object.__setattr__(self, "folded_total", _frozen(self.folded_total))
+        object.__setattr__(self, "identity_series_dropped", _frozen(self.identity_series_dropped))
 
     def readings(self, kind: type[ReadingT]) -> Iterator[tuple[SourceKey, ReadingT]]:
         """Every successful poll's reading of `kind`, with the poll's key, in result order."""

@@ -117,6 +117,33 @@ CLIENT_SUITE_FULL = Family(
 )
 
 # Brokers (ApiVersions: KIP-35, KIP-511, KIP-584).
+# Who is behind the live clients: the inventory job's clients table joined with the live pairs.
+_PAIR = (KAFKA_CLUSTER, "client_software_name", "client_software_version")
+_IDENTITY = (*_PAIR, "client_id", "principal", "source_host", "listener")
+IDENTITY_INFO = Family(
+    "kafka_client_identity_info",
+    Kind.GAUGE,
+    "Who runs a client software version connected now, from the inventory job's clients table (clientId, "
+    "principal, source host and listener seen in the brokers' request logs); always 1. Only for pairs with "
+    "connections now (join on kafka_cluster, client_software_name and client_software_version with "
+    "kafka_client_connections), the most active first, at most inventory.max_identity_series per cluster.",
+    _IDENTITY,
+)
+IDENTITY_SERIES_DROPPED = Family(
+    "kafka_client_exporter_identity_series_dropped",
+    Kind.GAUGE,
+    "Identities of connected client versions left out of kafka_client_identity_info this cycle by "
+    "inventory.max_identity_series (the least active ones); the status page and /api/clients still list them.",
+    (KAFKA_CLUSTER,),
+)
+INVENTORY_TIMESTAMP = Family(
+    "kafka_client_exporter_inventory_timestamp_seconds",
+    Kind.GAUGE,
+    "Unix time of the newest request-log line the cluster's inventory publication covers (the brokers' zone-less "
+    "log time read as UTC); the age of who-runs-what. Kept while a newer publication cannot be read.",
+    (KAFKA_CLUSTER,),
+)
+
 BROKER_RELEASE_INFO = Family(
     "kafka_broker_release_info",
     Kind.GAUGE,
@@ -243,6 +270,9 @@ CATALOG: tuple[Family, ...] = (
     DEPRECATED_REQUESTS,
     UPGRADE_BLOCKING_REQUESTS,
     CLIENT_SUITE_FULL,
+    IDENTITY_INFO,
+    IDENTITY_SERIES_DROPPED,
+    INVENTORY_TIMESTAMP,
     BROKER_RELEASE_INFO,
     API_VERSION_MIN,
     API_VERSION_MAX,

@@ -339,6 +339,29 @@ class KafkaSecurity(StrictModel):
         return self
 
 
+class ClusterInventory(StrictModel):
+    """The inventory job's output for this cluster's brokers: who (clientId, principal, host, listener) runs each
+    client software version, joined with the live connections."""
+
+    path: Path = Field(
+        description="the --output directory of `kafka-client-exporter inventory` run over this cluster's brokers' "
+        "request logs (a local or mounted path; read only)"
+    )
+    max_identity_series: int = Field(
+        default=2000,
+        ge=0,
+        description="at most this many kafka_client_identity_info series for the cluster, the most active "
+        "identities first; the rest are counted in kafka_client_exporter_identity_series_dropped and stay on the "
+        "status page and /api/clients",
+    )
+    max_loaded_identities: int = Field(
+        default=100_000,
+        ge=1,
+        description="at most this many identities (rows of the clients table) held in memory, the most active "
+        "first; the count of the others is kept",
+    )
+
+
 class ClusterConfig(StrictModel):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
     # Polled over the Kafka protocol (metadata, ApiVersions, client-metrics subscriptions) when given.
@@ -349,6 +372,8 @@ class ClusterConfig(StrictModel):
     # Or: the same gauges read from the brokers' own Prometheus endpoints.
     prometheus: ClusterPrometheus | None = None
     brokers: list[BrokerConfig] | None = None
+    # Who is behind the live connections: the inventory job's latest publication.
+    inventory: ClusterInventory | None = None
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -650,9 +675,7 @@ def _unparsed_variable(exc: SettingsError) -> str:
     value = os.environ[variable]
     shown = "" if any(word in variable.lower() for word in _SECRET_WORDS) else f" (got {value!r})"
     why = f": {exc.__cause__}" if exc.__cause__ is not None else ""
-    return (
-        f"environment variable {variable} is invalid: lists and sections take JSON, and this is not JSON{why}{shown}"
-    )
+    return f"environment variable {variable} is invalid: lists and sections take JSON, and this is not JSON{why}{shown}"
 
 
 def _check_yaml(path: Path) -> None:

@@ -33,16 +33,16 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 
 from exporter import __version__
-
-PUBLICATION = "publication.json"
-CURRENT_LINK = "current"
-RUNS = "runs"
-SEGMENTS = "state/segments"
-LOCK = ".lock"
-RUN_METADATA = "run.json"
-STATE_MANIFEST = "state.json"
-#: The layout of publication.json and state.json; a job that reads another refuses to extend its state.
-FORMAT = 1
+from exporter.request_logs.layout import (  # noqa: F401  # re-exported: the job and its tests name them here
+    CURRENT_LINK,
+    FORMAT,
+    LOCK,
+    PUBLICATION,
+    RUN_METADATA,
+    RUNS,
+    SEGMENTS,
+    STATE_MANIFEST,
+)
 
 
 class PublicationError(Exception):

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from exporter.request_logs import layout
 from exporter.request_logs import log_format as lf
 
-CLIENT_KEY = ["client_id", "principal", "source_host", "listener", "software_name", "software_version"]
+CLIENT_KEY = list(layout.CLIENT_KEY)
 _USAGE_KEY = ["connection", "client_id", "principal", "listener", "api_key", "api_version"]
 _GROUP_FIELDS = ["group_id", "protocol_type", "protocol_name", "offered_protocols"]
 

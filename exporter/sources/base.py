@@ -26,6 +26,9 @@ class Reason(StrEnum):
     TLS = "tls"  # a TLS handshake failed: untrusted certificate, host name mismatch, refused client certificate
     JMX_BRIDGE = "jmx_bridge"  # the long-lived JMX bridge JVM died or stopped answering; it is restarted
     PROTOCOL = "protocol"
+    MISSING = "missing"  # nothing published yet where the inventory should be (normal before the job's first run)
+    UNREADABLE = "unreadable"  # a file that is there cannot be read (permissions, I/O)
+    INVALID_DATA = "invalid_data"  # a file that was read is not what its format says (garbage, another version)
 
 
 class SourceName(StrEnum):
@@ -36,14 +39,17 @@ class SourceName(StrEnum):
     CLIENT_METRICS = "client_metrics"  # the cluster's KIP-714 subscriptions
     JMX = "jmx"  # one broker's KIP-511 client gauges
     PROMETHEUS = "prometheus"  # the same gauges, from one broker's own Prometheus metrics endpoint
+    INVENTORY = "inventory"  # the inventory job's latest publication: who runs each client version
 
 
 class SourceError(Exception):
     """A failed poll, already phrased for the operator; `reason` goes into the errors counter."""
 
-    def __init__(self, reason: Reason, message: str) -> None:
+    def __init__(self, reason: Reason, message: str, kept: Reading | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        # The last good reading of a source that keeps it across failures (see SourceResult.kept_reading_of).
+        self.kept = kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from exporter.sources.api_versions import ApiVersionsSource
 from exporter.sources.base import Source
 from exporter.sources.client_metrics import ClientMetricsSource
 from exporter.sources.discovery import DiscoverySource
+from exporter.sources.inventory import InventorySource
 from exporter.sources.jmx import JavaRuntime, JmxSource, JmxTransport, PerCallTransport
 from exporter.sources.jmx_bridge import BridgeTls, JmxBridge
 from exporter.sources.kafka_session import KafkaSession
@@ -85,4 +86,6 @@ def cluster_sources(cluster: ClusterConfig, settings: Settings, jmx: JmxTranspor
         deadline = settings.collection.jmx_timeout_seconds
         assert deadline is not None  # resolved by CollectionConfig
         sources.append(PrometheusEndpointSource(cluster, deadline, discovery))
+    if cluster.inventory is not None:
+        sources.append(InventorySource(cluster.name, cluster.inventory))
     return sources

@@ -1,12 +1,13 @@
 """One snapshot that fills every metric family: judged clients (violations, a folded pair, a label value that
 needs escaping), deprecated requests (one that 4.0 still serves, one that blocks it), a full network processor,
 broker facts with features, client-metrics subscriptions on one cluster and none on an older one, a failed poll
-with its error count."""
+with its error count, and an inventory whose identities meet the series limit."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from exporter.judging.identities import join_identities
 from exporter.judging.upgrade import UpgradeJudge
 from exporter.snapshot import (
     CLUSTER_BROKER,
@@ -14,9 +15,11 @@ from exporter.snapshot import (
     ApiRange,
     BrokerFacts,
     ClientConnections,
+    ClientIdentity,
     ClientMetricsReading,
     DeprecatedRequests,
     FeatureRange,
+    InventoryReading,
     JmxReading,
     JudgedClient,
     ProcessorSuite,
@@ -31,6 +34,7 @@ PROD_1_API = SourceKey("prod", "1", "api_versions")
 PROD_2_JMX = SourceKey("prod", "2", "jmx")
 PROD_METRICS = SourceKey("prod", CLUSTER_BROKER, "client_metrics")
 OLD_METRICS = SourceKey("old", CLUSTER_BROKER, "client_metrics")
+PROD_INVENTORY = SourceKey("prod", CLUSTER_BROKER, "inventory")
 ODD_NAME = 'odd "client"\\\nname'
 
 
@@ -45,6 +49,40 @@ def judged(broker: str, processor: str, name: str, version: str, connections: in
         real_software_version=version,
         connections=connections,
         **kw,
+    )
+
+
+def identity(client_id: str, name: str, version: str, requests: int, host: str = "10.0.0.1") -> ClientIdentity:
+    return ClientIdentity(
+        client_id,
+        "User:CN=app",
+        host,
+        "PLAINTEXT",
+        name,
+        version,
+        "2026-01-01T10:00:00.000",
+        "2026-01-01T11:00:00.000",
+        requests,
+        1,
+    )
+
+
+def inventory(*identities: ClientIdentity) -> InventoryReading:
+    per_pair: dict[tuple[str, str], tuple[ClientIdentity, ...]] = {}
+    for one in sorted(identities, key=lambda i: -i.requests):
+        pair = (one.software_name, one.software_version)
+        per_pair[pair] = (*per_pair.get(pair, ()), one)
+    return InventoryReading(
+        directory="/srv/inventory",
+        run_id="20260101T120000Z-abcdef",
+        finished="2026-01-01T12:00:00+00:00",
+        log_first="2026-01-01 10:00:00.000",
+        log_last="2026-01-01 11:00:00.000",
+        newest_line_timestamp=1767265200.0,
+        identities=per_pair,
+        identity_counts={pair: len(found) for pair, found in per_pair.items()},
+        rows=len(identities),
+        not_loaded=0,
     )
 
 
@@ -85,6 +123,17 @@ def rich_snapshot() -> Snapshot:
         SourceResult(PROD_2_JMX, False, 2.0, 1001.0, error_reason="timeout", error_message="no answer in 2 s"),
         SourceResult(PROD_METRICS, True, 0.125, 1000.75, reading=metrics),
         SourceResult(OLD_METRICS, True, 0.5, 1000.0, reading=ClientMetricsReading(False, False, None)),
+        SourceResult(
+            PROD_INVENTORY,
+            True,
+            0.01,
+            1000.0,
+            reading=inventory(
+                identity('billing "ledger",v2', "librdkafka", "1.5.0", 900, host="2001:db8::7"),
+                identity("orders", "apache-kafka-java", "3.7.0", 50),
+                identity("gone", "apache-kafka-java", "2.0.0", 5000),  # in the logs, not connected now
+            ),
+        ),
     )
     clients = (
         judged("1", "0", "apache-kafka-java", "3.7.0", 2),
@@ -93,6 +142,8 @@ def rich_snapshot() -> Snapshot:
         judged("1", "1", "librdkafka", "1.5.0", 1, violation="below_minimum", violation_detail="below 1.8.2"),
         judged("1", "1", ODD_NAME, "9.9", 6, shown_version=FOLDED_VERSION, violation="unknown_software"),
     )
+    # A limit of one series: the more active identity is exported, the other counted.
+    identities, dropped = join_identities(results, clients, {"prod": 1})
     return Snapshot(
         sequence=7,
         taken_at=1001.5,
@@ -106,4 +157,6 @@ def rich_snapshot() -> Snapshot:
         folded_total={"prod": 2},
         blocking_requests=UpgradeJudge("4.0.0").judge(results),
         stale_after_seconds=90.0,
+        identities=identities,
+        identity_series_dropped=dropped,
     )

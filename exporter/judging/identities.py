@@ -1,0 +1,67 @@
+"""One cycle's live client software versions joined with each cluster's inventory: who is behind each of them.
+
+Only pairs connected now are joined (no identity outlives its connections). Per cluster, the most active
+identities become series, at most ``inventory.max_identity_series``; the others are counted, and stay on the status
+page and in /api/clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from exporter.snapshot import InventoryReading, JudgedClient, LivePairIdentities, SourceResult
+from exporter.sources.base import SourceName
+
+
+def _inventories(results: Iterable[SourceResult]) -> dict[str, InventoryReading]:
+    """Each cluster's inventory: this cycle's, or the last good one its source kept through a failure."""
+    found: dict[str, InventoryReading] = {}
+    for result in results:
+        if result.key.source == SourceName.INVENTORY:
+            reading = result.kept_reading_of(InventoryReading)
+            if reading is not None:
+                found[result.key.cluster] = reading
+    return found
+
+
+def join_identities(
+    results: Iterable[SourceResult], clients: Iterable[JudgedClient], max_series: Mapping[str, int]
+) -> tuple[tuple[LivePairIdentities, ...], dict[str, int]]:
+    """The live pairs of every cluster with an inventory, with their identities, most connections first; and per
+    such cluster how many identities the series limit (`max_series`, per cluster) left out."""
+    inventories = _inventories(results)
+    live: dict[tuple[str, str, str, str], int] = {}
+    for row in clients:
+        if row.cluster in inventories and row.connections > 0:
+            key = (row.cluster, row.software_name, row.software_version, row.real_software_version)
+            live[key] = live.get(key, 0) + row.connections
+    pairs: list[LivePairIdentities] = []
+    dropped: dict[str, int] = {}
+    for cluster, inventory in sorted(inventories.items()):
+        keys = sorted((k for k in live if k[0] == cluster), key=lambda k: (-live[k], k))
+        found = [inventory.identities.get((name, real), ()) for _, name, _, real in keys]
+        # The most active identities of the cluster become series; sorting is stable and each pair's identities
+        # come most active first, so each pair's exported ones are a prefix of its list.
+        ranked = sorted(
+            ((index, identity.requests) for index, identities in enumerate(found) for identity in identities),
+            key=lambda entry: -entry[1],
+        )
+        limit = max_series.get(cluster, 0)
+        exported = [0] * len(keys)
+        for index, _ in ranked[:limit]:
+            exported[index] += 1
+        dropped[cluster] = max(0, len(ranked) - limit)
+        for (_, name, version, real), identities, count in zip(keys, found, exported, strict=True):
+            pairs.append(
+                LivePairIdentities(
+                    cluster=cluster,
+                    software_name=name,
+                    software_version=version,
+                    real_software_version=real,
+                    connections=live[(cluster, name, version, real)],
+                    identities=identities,
+                    identities_total=inventory.identity_counts.get((name, real), 0),
+                    exported=count,
+                )
+            )
+    return tuple(pairs), dropped

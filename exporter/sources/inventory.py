@@ -1,0 +1,208 @@
+"""The inventory job's latest publication for one cluster: who (clientId, principal, source host, listener) runs
+each client software version, as of the job's last run.
+
+The job replaces ``DIR/publication.json`` by rename once a run is complete, so reading the run it names never sees
+half a run. Each cycle costs one stat of that file; a new publication is parsed in a worker thread. When a newer
+one cannot be read, the last good reading is handed over with the error: `up` says 0 and why, the identities stay
+with their age. Memory is bounded by ``max_loaded_identities`` (the most active rows are kept, the rest counted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import heapq
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from exporter.config.settings import ClusterInventory
+from exporter.request_logs.layout import CLIENTS_COLUMNS, CLIENTS_CSV, FORMAT, PUBLICATION
+from exporter.snapshot import CLUSTER_BROKER, ClientIdentity, InventoryReading, SourceResult
+from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
+
+#: publication.json is a few KB; anything much larger is not one.
+_MAX_POINTER_BYTES = 1 << 20
+_LOG_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+
+
+@dataclass(frozen=True)
+class InventoryProblem(Exception):
+    """Why a publication cannot be read, phrased for the operator."""
+
+    reason: Reason
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _log_time(text: str | None) -> float | None:
+    """The brokers' log time carries no zone: read as UTC (the true time for brokers that log in UTC)."""
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text, _LOG_TIME_FORMAT).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def _not_published(directory: Path) -> InventoryProblem:
+    return InventoryProblem(
+        Reason.MISSING,
+        f"no inventory published in {directory} yet: run `kafka-client-exporter inventory --output {directory}`",
+    )
+
+
+def _pointer(directory: Path) -> dict:
+    path = directory / PUBLICATION
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(_MAX_POINTER_BYTES + 1)
+    except FileNotFoundError:
+        raise _not_published(directory) from None
+    except OSError as exc:
+        raise InventoryProblem(Reason.UNREADABLE, f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > _MAX_POINTER_BYTES:
+        raise InventoryProblem(Reason.INVALID_DATA, f"{path} is over {_MAX_POINTER_BYTES} bytes: not a publication")
+    try:
+        pointer = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InventoryProblem(Reason.INVALID_DATA, f"{path} is not JSON: {exc}") from None
+    if not isinstance(pointer, dict):
+        raise InventoryProblem(Reason.INVALID_DATA, f"{path} is not a JSON object")
+    if pointer.get("format") != FORMAT:
+        raise InventoryProblem(
+            Reason.INVALID_DATA,
+            f"{path} has format {pointer.get('format')!r}; this exporter reads format {FORMAT}: "
+            "run the inventory job of the exporter's own version",
+        )
+    run_dir = pointer.get("run_dir")
+    if not isinstance(run_dir, str) or not isinstance(pointer.get("run_id"), str):
+        raise InventoryProblem(Reason.INVALID_DATA, f"{path} names no run (run_dir, run_id)")
+    resolved = (directory / run_dir).resolve()
+    if not resolved.is_relative_to(directory.resolve()):
+        raise InventoryProblem(Reason.INVALID_DATA, f"{path} names a run outside {directory}: {run_dir!r}")
+    return pointer
+
+
+def _identity(row: Sequence[str], line: int, path: Path) -> ClientIdentity:
+    if len(row) != len(CLIENTS_COLUMNS):
+        raise InventoryProblem(
+            Reason.INVALID_DATA, f"{path} line {line}: {len(row)} fields, the clients table has {len(CLIENTS_COLUMNS)}"
+        )
+    try:
+        requests, connections = int(row[8]), int(row[9])
+    except ValueError:
+        raise InventoryProblem(
+            Reason.INVALID_DATA, f"{path} line {line}: requests and connections must be whole numbers"
+        ) from None
+    client_id, principal, source_host, listener, software_name, software_version, first_seen, last_seen = row[:8]
+    return ClientIdentity(
+        client_id,
+        principal,
+        source_host,
+        listener,
+        software_name,
+        software_version,
+        first_seen,
+        last_seen,
+        requests,
+        connections,
+    )
+
+
+def load_publication(directory: Path, max_loaded: int) -> InventoryReading:
+    """The publication in `directory`; InventoryProblem when there is none or it cannot be read whole."""
+    pointer = _pointer(directory)
+    clients = directory / pointer["run_dir"] / CLIENTS_CSV
+    # The most active identities, at most `max_loaded` of them (a heap keyed on requests; ties: first read wins).
+    kept: list[tuple[int, int, ClientIdentity]] = []
+    counts: dict[tuple[str, str], int] = {}
+    rows = 0
+    try:
+        with clients.open(encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None or tuple(header) != CLIENTS_COLUMNS:
+                raise InventoryProblem(
+                    Reason.INVALID_DATA, f"{clients}: header {header!r}, expected {','.join(CLIENTS_COLUMNS)}"
+                )
+            for row in reader:
+                identity = _identity(row, reader.line_num, clients)
+                rows += 1
+                pair = (identity.software_name, identity.software_version)
+                counts[pair] = counts.get(pair, 0) + 1
+                entry = (identity.requests, -rows, identity)
+                if len(kept) < max_loaded:
+                    heapq.heappush(kept, entry)
+                elif entry[:2] > kept[0][:2]:
+                    heapq.heapreplace(kept, entry)
+    except FileNotFoundError:
+        raise InventoryProblem(
+            Reason.INVALID_DATA,
+            f"{clients} is missing: the run was written with --no-csv, which the exporter cannot read",
+        ) from None
+    except OSError as exc:
+        raise InventoryProblem(Reason.UNREADABLE, f"cannot read {clients}: {exc.strerror or exc}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise InventoryProblem(Reason.INVALID_DATA, f"{clients} is not a UTF-8 CSV: {exc}") from None
+    per_pair: dict[tuple[str, str], list[ClientIdentity]] = {}
+    for _, _, identity in sorted(kept, key=lambda entry: (-entry[0], -entry[1])):
+        per_pair.setdefault((identity.software_name, identity.software_version), []).append(identity)
+    log_range = pointer.get("log_time_range")
+    first, last = (log_range.get("first"), log_range.get("last")) if isinstance(log_range, dict) else (None, None)
+    first, last = (first if isinstance(first, str) else None), (last if isinstance(last, str) else None)
+    return InventoryReading(
+        directory=str(directory),
+        run_id=pointer["run_id"],
+        finished=str(pointer.get("finished", "")),
+        log_first=first,
+        log_last=last,
+        newest_line_timestamp=_log_time(last),
+        identities={pair: tuple(identities) for pair, identities in per_pair.items()},
+        identity_counts=counts,
+        rows=rows,
+        not_loaded=rows - len(kept),
+    )
+
+
+def _stamp(directory: Path) -> tuple[int, int, int]:
+    """What changes when the job publishes (a new file renamed over the old): inode, modification time, size."""
+    stat = os.stat(directory / PUBLICATION)
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+class InventorySource(Source):
+    name = SourceName.INVENTORY
+
+    def __init__(self, cluster: str, config: ClusterInventory) -> None:
+        super().__init__(cluster)
+        self._directory = config.path
+        self._max_loaded = config.max_loaded_identities
+        self._last: InventoryReading | None = None
+        self._last_stamp: tuple[int, int, int] | None = None
+
+    def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
+        return [Poll(CLUSTER_BROKER, self._read)]
+
+    async def _read(self) -> InventoryReading:
+        try:
+            # In a thread too: a stat of a hung network mount must not stall the event loop.
+            stamp = await asyncio.to_thread(_stamp, self._directory)
+            if stamp == self._last_stamp and self._last is not None:
+                return self._last
+            reading = await asyncio.to_thread(load_publication, self._directory, self._max_loaded)
+        except FileNotFoundError:
+            problem = _not_published(self._directory)
+            raise SourceError(problem.reason, str(problem), kept=self._last) from None
+        except OSError as exc:
+            message = f"cannot read {self._directory / PUBLICATION}: {exc.strerror or exc}"
+            raise SourceError(Reason.UNREADABLE, message, kept=self._last) from None
+        except InventoryProblem as problem:
+            raise SourceError(problem.reason, str(problem), kept=self._last) from None
+        self._last, self._last_stamp = reading, stamp
+        return reading

@@ -1,0 +1,170 @@
+"""The inventory source reads the job's latest whole publication, keeps the last good one through a bad one, and
+holds at most max_loaded_identities rows; the join exports identities of live pairs only, under the series limit."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from exporter.config.settings import ClusterInventory
+from exporter.judging.identities import join_identities
+from exporter.request_logs.layout import CLIENTS_COLUMNS, FORMAT
+from exporter.snapshot import CLUSTER_BROKER, InventoryReading, JudgedClient, Reading, SourceKey, SourceResult
+from exporter.sources.base import Reason, SourceError
+from exporter.sources.inventory import InventorySource, load_publication
+
+CLIENTS = [
+    ["orders", "User:CN=orders", "10.0.0.5", "SSL", "apache-kafka-java", "3.9.0", "2026-01-01T10:00:00.000",
+     "2026-01-01T11:00:00.000", "120", "3"],
+    ['weird,"quoted",id', "User:ANONYMOUS", "10.0.0.6", "PLAINTEXT", "librdkafka", "1.6.0", "2026-01-01T10:00:00.000",
+     "2026-01-01T10:30:00.000", "40", "1"],
+    ["", "User:ANONYMOUS", "10.0.0.7", "PLAINTEXT", "librdkafka", "1.6.0", "2026-01-01T10:00:00.000",
+     "2026-01-01T10:30:00.000", "7", "1"],
+    ["billing", "User:CN=billing", "10.0.0.8", "SSL", "apache-kafka-java", "3.9.0", "2026-01-01T10:05:00.000",
+     "2026-01-01T10:55:00.000", "300", "2"],
+]  # fmt: skip
+
+
+def publish(directory: Path, run_id: str, rows: list[list[str]], **pointer: object) -> None:
+    """A publication as the job leaves it: the run's directory with clients.csv, then publication.json."""
+    run_dir = directory / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    with (run_dir / "clients.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(CLIENTS_COLUMNS)
+        writer.writerows(rows)
+    document = {
+        "format": FORMAT,
+        "run_id": run_id,
+        "run_dir": f"runs/{run_id}",
+        "finished": "2026-01-01T12:00:00+00:00",
+        "log_time_range": {"first": "2026-01-01 10:00:00.000", "last": "2026-01-01 11:00:00.000"},
+        **pointer,
+    }
+    (directory / "publication.tmp").write_text(json.dumps(document), encoding="utf-8")
+    os.replace(directory / "publication.tmp", directory / "publication.json")
+
+
+async def _poll(source: InventorySource) -> Reading | None:
+    (poll,) = source.polls({})
+    assert poll.broker == CLUSTER_BROKER
+    return await poll.read()
+
+
+def read(source: InventorySource) -> InventoryReading:
+    reading = asyncio.run(_poll(source))
+    assert isinstance(reading, InventoryReading)
+    return reading
+
+
+def failure(source: InventorySource) -> SourceError:
+    with pytest.raises(SourceError) as raised:
+        asyncio.run(_poll(source))
+    return raised.value
+
+
+def test_a_publication_is_read_with_its_identities_most_active_first(tmp_path: Path) -> None:
+    publish(tmp_path, "r1", CLIENTS)
+    reading = load_publication(tmp_path, max_loaded=100)
+    assert reading.run_id == "r1" and reading.rows == 4 and reading.not_loaded == 0
+    assert reading.newest_line_timestamp == 1767265200.0  # 2026-01-01 11:00:00 read as UTC
+    java = reading.identities[("apache-kafka-java", "3.9.0")]
+    assert [i.client_id for i in java] == ["billing", "orders"]
+    rdkafka = reading.identities[("librdkafka", "1.6.0")]
+    assert [(i.client_id, i.requests) for i in rdkafka] == [('weird,"quoted",id', 40), ("", 7)]
+
+
+def test_memory_holds_the_most_active_rows_only_and_counts_the_rest(tmp_path: Path) -> None:
+    publish(tmp_path, "r1", CLIENTS)
+    reading = load_publication(tmp_path, max_loaded=2)
+    assert reading.rows == 4 and reading.not_loaded == 2
+    kept = [i.client_id for identities in reading.identities.values() for i in identities]
+    assert sorted(kept) == ["billing", "orders"]
+    assert reading.identity_counts == {("apache-kafka-java", "3.9.0"): 2, ("librdkafka", "1.6.0"): 2}
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason", "says"),
+    [
+        (lambda d: None, Reason.MISSING, "no inventory published in"),
+        (lambda d: (d / "publication.json").write_text("{half", encoding="utf-8"), Reason.INVALID_DATA, "not JSON"),
+        (
+            lambda d: (d / "publication.json").write_text('{"format": 99, "run_id": "x", "run_dir": "runs/x"}'),
+            Reason.INVALID_DATA,
+            "has format 99; this exporter reads format 1",
+        ),
+        (
+            lambda d: (d / "publication.json").write_text('{"format": 1, "run_id": "x", "run_dir": "../../etc"}'),
+            Reason.INVALID_DATA,
+            "names a run outside",
+        ),
+        (
+            lambda d: (d / "publication.json").write_text('{"format": 1, "run_id": "x", "run_dir": "runs/x"}'),
+            Reason.INVALID_DATA,
+            "clients.csv is missing: the run was written with --no-csv",
+        ),
+        (lambda d: (d / "publication.json").mkdir(), Reason.UNREADABLE, "cannot read"),
+    ],
+    ids=["missing", "garbage", "future-format", "outside", "no-csv", "unreadable"],
+)
+def test_what_cannot_be_read_is_said_with_a_reason(tmp_path: Path, damage, reason: Reason, says: str) -> None:
+    damage(tmp_path)
+    error = failure(InventorySource("prod", ClusterInventory(path=tmp_path)))
+    assert error.reason == reason and says in str(error) and error.kept is None
+
+
+def test_a_bad_row_names_its_line(tmp_path: Path) -> None:
+    publish(tmp_path, "r1", [*CLIENTS[:2], [*CLIENTS[2][:8], "many", "1"]])
+    error = failure(InventorySource("prod", ClusterInventory(path=tmp_path)))
+    assert error.reason == Reason.INVALID_DATA
+    assert "clients.csv line 4: requests and connections must be whole numbers" in str(error)
+
+
+def test_the_last_good_publication_is_kept_through_a_bad_one_and_a_new_one_replaces_it(tmp_path: Path) -> None:
+    source = InventorySource("prod", ClusterInventory(path=tmp_path))
+    assert failure(source).reason == Reason.MISSING  # before the job's first run
+    publish(tmp_path, "r1", CLIENTS)
+    first = read(source)
+    assert read(source) is first  # nothing new: not parsed again
+    (tmp_path / "publication.json").write_text('{"format": 1, "run_id": "r2", "run_dir": "runs/r2"}')
+    error = failure(source)
+    assert error.reason == Reason.INVALID_DATA and error.kept is first
+    publish(tmp_path, "r3", CLIENTS[:1])
+    assert read(source).run_id == "r3"
+
+
+def judged(name: str, version: str, connections: int, shown: str | None = None) -> JudgedClient:
+    return JudgedClient("prod", "1", "SSL", "0", name, shown or version, version, connections)
+
+
+def test_only_live_pairs_are_joined_and_the_series_limit_keeps_the_most_active(tmp_path: Path) -> None:
+    publish(tmp_path, "r1", CLIENTS)
+    reading = load_publication(tmp_path, max_loaded=100)
+    results = [SourceResult(SourceKey("prod", CLUSTER_BROKER, "inventory"), True, 0.0, 0.0, reading=reading)]
+    clients = [judged("librdkafka", "1.6.0", 2), judged("kafka-python", "2.0.2", 1), judged("librdkafka", "1.6.0", 1)]
+    pairs, dropped = join_identities(results, clients, {"prod": 1})
+    assert [(p.software_name, p.connections, p.identities_total, p.exported) for p in pairs] == [
+        ("librdkafka", 3, 2, 1),  # live, in the inventory: its most active identity is the one series
+        ("kafka-python", 1, 0, 0),  # live, not in the inventory
+    ]
+    assert pairs[0].identities[0].client_id == 'weird,"quoted",id' and dropped == {"prod": 1}
+    # apache-kafka-java 3.9.0 is in the inventory but not connected: no identity outlives its connections.
+    folded, _ = join_identities(results, [judged("apache-kafka-java", "3.9.0", 4, shown="other")], {"prod": 10})
+    assert [(p.software_version, p.real_software_version, p.exported) for p in folded] == [("other", "3.9.0", 2)]
+    kept = SourceResult(
+        SourceKey("prod", CLUSTER_BROKER, "inventory"), False, 0.0, 0.0, error_reason="invalid_data", reading=reading
+    )
+    assert join_identities([kept], clients, {"prod": 5})[0][0].exported == 2  # the last good one still joins
+
+
+def test_the_daemon_reads_the_inventory_without_importing_spark() -> None:
+    probe = "import sys, exporter.sources.inventory, exporter.cli; print('pyspark' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "False"
