@@ -10,6 +10,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from exporter.config.settings import DEFAULT_TELEMETRY_PATH
+from exporter.web.clients_api import clients_document
 from exporter.web.exposition import Exposition, negotiate, wants_gzip
 from exporter.web.status_page import render_status_page
 
@@ -68,6 +69,11 @@ async def client_metrics_json(request: web.Request) -> web.Response:
     return web.json_response(body)
 
 
+async def clients_json(request: web.Request) -> web.Response:
+    """Per cluster, the live client software versions with their connections and who runs them (the inventory)."""
+    return web.json_response(clients_document(request.app[EXPOSITION_KEY].view()))
+
+
 async def landing(request: web.Request) -> web.Response:
     exposition = request.app[EXPOSITION_KEY]
     page = render_status_page(exposition.view(), time.time(), request.app[TELEMETRY_PATH_KEY])
@@ -89,4 +95,5 @@ def make_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/api/client-metrics", client_metrics_json)
+    app.router.add_get("/api/clients", clients_json)
     return app

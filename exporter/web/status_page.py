@@ -18,21 +18,27 @@ from exporter.snapshot import (
     CLUSTER_BROKER,
     FOLDED_VERSION,
     BrokerFacts,
+    ClientIdentity,
     ClientMetricsReading,
+    InventoryReading,
     JudgedClient,
     Snapshot,
     SourceResult,
 )
+from exporter.sources.base import SourceName
 from exporter.templating import template_environment
 
 # After the metrics, which are at --web.telemetry-path.
 LINKS = (
+    ("/api/clients", "clients and who runs them (JSON)"),
     ("/api/client-metrics", "client-metrics subscriptions (JSON)"),
     ("/healthz", "healthz"),
     ("/readyz", "readyz"),
 )
 # Names beyond this many stay out of the tooltip of a folded version; the count still says how many there are.
 FOLDED_NAMES_SHOWN = 20
+# Identities shown under each software/version line, the most active first; "and N more" says how many are not.
+IDENTITIES_SHOWN = 10
 
 _TEMPLATES = template_environment("exporter.web")
 _TEMPLATES.globals.update(version=__version__, folded_version=FOLDED_VERSION, folded_names_shown=FOLDED_NAMES_SHOWN)
@@ -117,9 +123,18 @@ def _source_status(result: SourceResult) -> _SourceStatus:
 
 
 @dataclass(frozen=True)
+class _InventoryStatus:
+    """The cluster's inventory publication as the page shows it above the connected clients."""
+
+    reading: InventoryReading | None  # the one read, or the last good one kept through a failure
+    status: _SourceStatus
+
+
+@dataclass(frozen=True)
 class _Cluster:
     name: str
     inventory: list[_InventoryLine]
+    who: _InventoryStatus | None  # None: no inventory configured for the cluster
     broker_sources: list[str]
     brokers: list[_BrokerLine]
     client_metrics: ClientMetricsReading | None
@@ -135,9 +150,18 @@ def _cluster(snapshot: Snapshot, cluster: str) -> _Cluster:
     for (key, reason), count in snapshot.errors_total.items():
         if key.cluster == cluster:
             errors[(key.source, reason)] += count
+    lines = _inventory_lines(row for row in snapshot.clients if row.cluster == cluster)
+    inventory = next((r for r in cluster_sources if r.key.source == SourceName.INVENTORY), None)
+    if inventory is not None:
+        _add_identities(snapshot, cluster, lines)
     return _Cluster(
         name=cluster,
-        inventory=_inventory_lines(row for row in snapshot.clients if row.cluster == cluster),
+        inventory=lines,
+        who=(
+            _InventoryStatus(inventory.kept_reading_of(InventoryReading), _source_status(inventory))
+            if inventory is not None
+            else None
+        ),
         broker_sources=broker_sources,
         brokers=brokers,
         client_metrics=snapshot.client_metrics_by_cluster().get(cluster),
@@ -158,6 +182,9 @@ class _InventoryLine:
     real_versions: set[str] = field(default_factory=set)
     violations: dict[str, set[str]] = field(default_factory=dict)  # reason -> details
     unparseable: bool = False
+    # Who runs it, per the cluster's inventory (None: the cluster has none readable); the most active first.
+    identities: list[ClientIdentity] | None = None
+    identities_total: int = 0
 
     def add(self, row: JudgedClient) -> None:
         self.connections += row.connections
@@ -186,6 +213,14 @@ class _InventoryLine:
         return sorted(self.real_versions - {FOLDED_VERSION})
 
     @property
+    def identities_shown(self) -> list[ClientIdentity]:
+        return (self.identities or [])[:IDENTITIES_SHOWN]
+
+    @property
+    def identities_more(self) -> int:
+        return self.identities_total - len(self.identities_shown)
+
+    @property
     def violation_reasons(self) -> list[str]:
         return sorted(self.violations)
 
@@ -201,6 +236,20 @@ def _inventory_lines(rows: Iterable[JudgedClient]) -> list[_InventoryLine]:
         lines.setdefault(key, _InventoryLine(*key)).add(row)
     live = [line for line in lines.values() if line.connections > 0]
     return sorted(live, key=lambda line: (line.rank, line.software_name, line.software_version))
+
+
+def _add_identities(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> None:
+    """Each line's identities from the join (a folded line gathers those of every version behind it)."""
+    by_line = {(line.software_name, line.software_version): line for line in lines}
+    for pair in snapshot.identities:
+        line = by_line.get((pair.software_name, pair.software_version))
+        if pair.cluster != cluster or line is None:
+            continue
+        line.identities = [*(line.identities or []), *pair.identities]
+        line.identities_total += pair.identities_total
+    for line in lines:
+        if line.identities is not None:
+            line.identities.sort(key=lambda identity: -identity.requests)
 
 
 def _broker_order(broker: str) -> tuple[int, int | str]:

@@ -11,16 +11,18 @@ class Tables(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
         self.tables: dict[str, list[dict[str, tuple[str, str | None]]]] = {}
-        self._table: str | None = None
+        # Open tables, innermost last: a table nested in a cell (who runs a version) has an id of its own.
+        self._open: list[str | None] = []
         self._cell: tuple[str, str | None] | None = None
         self._text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
         table_id = attributes.get("id")
-        if tag == "table" and table_id:
-            self._table = table_id
-            self.tables[table_id] = []
+        if tag == "table":
+            self._open.append(table_id)
+            if table_id:
+                self.tables[table_id] = []
         elif tag == "tr" and self._table is not None:
             self.tables[self._table].append({})
         elif tag == "td" and self._table is not None and "data-col" in attributes:
@@ -32,8 +34,12 @@ class Tables(HTMLParser):
             column, title = self._cell
             self.tables[self._table][-1][column] = ("".join(self._text).strip(), title)
             self._cell = None
-        elif tag == "table":
-            self._table = None
+        elif tag == "table" and self._open:
+            self._open.pop()
+
+    @property
+    def _table(self) -> str | None:
+        return self._open[-1] if self._open else None
 
     def handle_data(self, data: str) -> None:
         if self._cell is not None:

@@ -235,3 +235,41 @@ def test_subscriptions_are_listed_with_the_rpc_used() -> None:
     assert "Client-metrics subscriptions (via ListConfigResources)" in page
     assert "<td data-col='interval' class='num'>60000</td>" in page
     assert "client_software_name=x" in page
+
+
+def test_who_runs_each_live_version_is_listed_under_it_from_the_inventory() -> None:
+    from tests.unit.collectors.rich_snapshot import rich_snapshot
+
+    page = render_status_page(rich_snapshot(), NOW)
+    assert tables_of(page)["who-prod-librdkafka-1.5.0"] == [
+        {
+            "client-id": 'billing "ledger",v2',
+            "principal": "User:CN=app",
+            "host": "2001:db8::7",
+            "listener": "PLAINTEXT",
+            "last-seen": "2026-01-01T11:00:00.000",
+            "requests": "900",
+        }
+    ]
+    # The inventory table itself still reads as before, one row per live version.
+    assert [r["software"] for r in tables_of(page)["inventory-prod"]][:2] == ["librdkafka", 'odd "client"\\\nname']
+    # A live version the inventory does not know, and the publication's summary above the table.
+    assert "not in the inventory: connected since its last run" in page
+    assert "run 20260101T120000Z-abcdef, log lines from 2026-01-01 10:00:00.000 to 2026-01-01 11:00:00.000" in page
+
+
+def test_a_failed_inventory_read_shows_the_reason_and_the_last_good_run() -> None:
+    from dataclasses import replace
+
+    from tests.unit.collectors.rich_snapshot import PROD_INVENTORY, rich_snapshot
+
+    rich = rich_snapshot()
+    results = tuple(
+        replace(r, ok=False, error_reason="invalid_data", error_message="publication.json is not JSON")
+        if r.key == PROD_INVENTORY
+        else r
+        for r in rich.results
+    )
+    page = render_status_page(replace(rich, results=results), NOW)
+    assert "invalid_data" in page and "publication.json is not JSON" in page and "showing the last good run" in page
+    assert "who-prod-librdkafka-1.5.0" in tables_of(page)
