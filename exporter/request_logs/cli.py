@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     files = ", ".join(f"{count} {what.replace('_', ' ')}" for what, count in summary.files.items())
     first, last = summary.time_range
     print(f"files: {files}; log lines from {first} to {last}")
-    print(f"published: {summary.run_dir}")
+    print(f"{'nothing new: the publication stays' if summary.unchanged else 'published'}: {summary.run_dir}")
     for name, path in summary.outputs.items():
         print(f"  {name}: {path}")
     return 0

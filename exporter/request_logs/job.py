@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import time
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from pyspark.sql import types as T
 from exporter import __version__
 from exporter.kafka_releases import table
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgrade_target
-from exporter.policy import Policy, load_policy
+from exporter.policy import Policy, default_policy_text, load_policy
 from exporter.request_logs import file_state, output, parse, publication, report, segments, server_log, tables, upgrade
 from exporter.request_logs import log_format as lf
 from exporter.request_logs.input_files import InputError, InputFile, list_input_files
@@ -78,6 +79,8 @@ class InventorySummary:
     files: dict[str, int]
     #: Oldest and newest log line the tables cover.
     time_range: tuple[str | None, str | None]
+    #: An incremental run that found nothing new: the publication (run_dir) was left as it was.
+    unchanged: bool = False
 
 
 @dataclass
@@ -481,6 +484,78 @@ def _incremental_sources(
     return _Sources(groups, rejected, files_summary, corrupt + written.unreadable, contributions)
 
 
+def _policy_digest(policy_file: Path | None) -> str:
+    """What the policy judged by: the shipped default and the user's file over it."""
+    digest = hashlib.sha256(default_policy_text().encode())
+    if policy_file is not None:
+        digest.update(b"\0" + policy_file.read_bytes())
+    return digest.hexdigest()
+
+
+def nothing_new(
+    options: InventoryOptions,
+    published: dict[str, Any] | None,
+    files: Sequence[InputFile],
+    known: list[file_state.Contribution],
+    policy_digest: str,
+) -> dict[str, int] | None:
+    """The files summary when an incremental run would write exactly the published tables again: no file to read,
+    none renamed, unreadable or to forget, and the same job, target release and policy. None otherwise."""
+    if published is None or options.forget_before is not None:
+        return None
+    same_judgement = (
+        published.get("job_version") == __version__
+        and published.get("target_release") == options.target_release
+        and published.get("policy_sha256") == policy_digest
+        and not published.get("unreadable")
+    )
+    readable, corrupt = corrupt_heads(files)
+    plan = file_state.plan_reads(readable, known)
+    unchanged = {c.id: c for c in plan.unchanged}
+    if not same_judgement or corrupt or plan.to_read or any(unchanged.get(c.id, c) != c for c in known):
+        return None
+    present = set(unchanged)
+    return {
+        "listed": len(files),
+        "read": 0,
+        "read_new": 0,
+        "reread": 0,
+        "skipped_unreadable": 0,
+        "skipped_unchanged": len(plan.unchanged),
+        "skipped_duplicate": len(plan.duplicates),
+        "skipped_empty": len(plan.empty),
+        "history_only": sum(1 for c in known if c.id not in present and not c.forgotten),
+        "forgotten_now": 0,
+    }
+
+
+def _unchanged_summary(
+    options: InventoryOptions, published: dict[str, Any], files: dict[str, int], started: float
+) -> InventorySummary:
+    rows = published.get("rows", {})
+    time_range = published.get("log_time_range") or {}
+    log.info(
+        "nothing new since run %s (files: %s): the publication stays as it is",
+        published["run_id"],
+        ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in files.items()),
+    )
+    return InventorySummary(
+        lines=published.get("lines", 0),
+        malformed_lines=published.get("malformed_lines", 0),
+        clients=rows.get("clients", 0),
+        blocking_clients=published.get("blocking_clients", 0),
+        policy_clients=published.get("policy_clients", 0),
+        rejections=rows.get("rejections", 0),
+        seconds=time.monotonic() - started,
+        outputs={},
+        milestones={},
+        run_dir=publication.join(options.output, published["run_dir"]),
+        files=files,
+        time_range=(time_range.get("first"), time_range.get("last")),
+        unchanged=True,
+    )
+
+
 def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySummary:
     started = time.monotonic()
     started_at = publication.now_iso()
@@ -497,8 +572,13 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
         files = list_input_files(spark, options.inputs)  # an unreadable input stops the run here
         if not files:
             raise InputError(f"no {lf.FILE_GLOB} or {server_log.FILE_GLOB} under {', '.join(options.inputs)}")
+        policy_digest = _policy_digest(options.policy_file)
         if options.incremental:
             known = _known_contributions(options.output, published)
+            unchanged = nothing_new(options, published, files, known, policy_digest)
+            if unchanged is not None and published is not None:
+                # The tables would be the published ones again: deriving them costs more than all the rest.
+                return _unchanged_summary(options, published, unchanged, started)
             sources = _incremental_sources(spark, options, run_id, files, known)
         else:
             sources = _full_sources(spark, files)
@@ -527,6 +607,7 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
             "incremental": options.incremental,
             "inputs": list(options.inputs),
             "target_release": options.target_release,
+            "policy_sha256": policy_digest,
             "forget_before": _ts_text(options.forget_before),
             "previous_run_id": (published or {}).get("run_id"),
             "files": sources.files,

@@ -132,9 +132,11 @@ def test_incremental_runs_equal_a_full_run_at_every_step(spark, tmp_path: Path, 
     kept = csvs(runs.output)
     assert by_file_name(kept) == by_file_name(runs.full(logs, deleted))
 
-    # 6. Nothing new: nothing read, the same bytes.
+    # 6. Nothing new: nothing read, and no new run either (its tables would be the published ones).
+    pointer = (runs.output / publication.PUBLICATION).read_bytes()
     sixth = runs.incremental(logs)
-    assert sixth.files["read"] == 0 and csvs(runs.output) == kept
+    assert sixth.unchanged and sixth.files["read"] == 0 and csvs(runs.output) == kept
+    assert (runs.output / publication.PUBLICATION).read_bytes() == pointer
 
     # 7. The user drops the deleted file's lines (all logged before 2026-03-20); files still present keep theirs.
     seventh = runs.incremental(logs, forget_before=20260320000000000)

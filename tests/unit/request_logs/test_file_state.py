@@ -74,3 +74,32 @@ def test_forgotten_files_stay_known_so_a_file_still_there_is_not_read_again() ->
 def test_empty_files_are_neither_read_nor_remembered() -> None:
     plan = plan_reads([log_file("file:/logs/kafka-request.log", b"")], [])
     assert plan.to_read == [] and [f.path for f in plan.empty] == ["file:/logs/kafka-request.log"]
+
+
+def test_a_run_is_skipped_only_when_it_would_publish_the_same_tables() -> None:
+    from exporter import __version__
+    from exporter.request_logs.job import InventoryOptions, nothing_new
+
+    rotated = log_file("file:/logs/kafka-request.log.2026-03-20-10", LONG)
+    known = [read(rotated)]
+    published = {"job_version": __version__, "target_release": "4.0.0", "policy_sha256": "p", "unreadable": []}
+    options = InventoryOptions(inputs=["/logs"], output="/out", incremental=True)
+    files = nothing_new(options, published, [rotated], known, "p")
+    assert files is not None and (files["read"], files["skipped_unchanged"]) == (0, 1)
+    # Deleted by retention: still nothing to derive anew (its lines stay as history).
+    assert nothing_new(options, published, [], known, "p") == {
+        **files,
+        "listed": 0,
+        "skipped_unchanged": 0,
+        "history_only": 1,
+    }
+    # Each of these would change the tables: the run goes on.
+    renamed = log_file("file:/logs/kafka-request.log.1", LONG)  # the manifest's path changes
+    grown = log_file(rotated.path, LONG + LONG[:100], mtime_ms=2)
+    assert nothing_new(options, published, [renamed], known, "p") is None
+    assert nothing_new(options, published, [grown], known, "p") is None
+    assert nothing_new(options, published, [rotated], known, "another policy") is None
+    assert nothing_new(options, {**published, "target_release": "3.9.0"}, [rotated], known, "p") is None
+    assert nothing_new(options, {**published, "job_version": "0.0.1"}, [rotated], known, "p") is None
+    forgetting = InventoryOptions(inputs=["/logs"], output="/out", incremental=True, forget_before=20260101000000000)
+    assert nothing_new(forgetting, published, [rotated], known, "p") is None
