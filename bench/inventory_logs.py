@@ -292,8 +292,10 @@ def _stamp(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole)) + f",{int((seconds - whole) * 1000):03d}"
 
 
-def generate(out_dir: Path, total_bytes: int, clients: int, seed: int = 7) -> int:
-    """Writes ``broker-N/kafka-request.log.<hour>`` files totalling about ``total_bytes``; returns bytes written."""
+def generate(out_dir: Path, total_bytes: int, clients: int, seed: int = 7, start: int = EPOCH) -> int:
+    """Writes ``broker-N/kafka-request.log.<hour>`` files totalling about ``total_bytes``, the first hour at
+    ``start`` (UTC seconds; another day gives files of other names and content, as the next day's logs are);
+    returns bytes written."""
     rng = random.Random(seed)
     fleet = _fleet(rng, clients)
     renderer = Renderer()
@@ -304,8 +306,8 @@ def generate(out_dir: Path, total_bytes: int, clients: int, seed: int = 7) -> in
         conns = [c for c in fleet if c.broker is broker]
         corr = 0
         for hour in range(FILES_PER_BROKER):
-            stamp_at = float(EPOCH + hour * 3600)
-            name = f"kafka-request.log.2026-01-01-{10 + hour:02d}"
+            stamp_at = float(start + hour * 3600)
+            name = "kafka-request.log." + time.strftime("%Y-%m-%d-%H", time.gmtime(start + hour * 3600))
             path = out_dir / f"broker-{broker.broker_id}" / name
             path.parent.mkdir(parents=True, exist_ok=True)
             size = 0

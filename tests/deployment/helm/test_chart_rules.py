@@ -72,11 +72,33 @@ def test_with_the_release_named_after_the_chart_the_rules_equal_their_sources(he
 
 
 def selector_of(selector: str) -> Transform:
+    """The matcher replaced in every expression, and in the queries of descriptions that name who runs a client."""
+
     def transform(spec: Spec) -> None:
         for rule in rules(spec):
             rule["expr"] = rule["expr"].replace(SOURCE_SELECTOR, selector)
+            annotations = rule.get("annotations", {})
+            if "description" in annotations:
+                annotations["description"] = annotations["description"].replace(SOURCE_SELECTOR, selector)
 
     return transform
+
+
+def test_descriptions_that_name_who_runs_a_client_query_with_the_job_matcher() -> None:
+    named = [r["alert"] for spec in source_specs().values() for r in rules(spec) if "kafka_client_identity_info{" in
+             r.get("annotations", {}).get("description", "")]  # fmt: skip
+    assert len(named) == 5
+    for spec in source_specs().values():
+        for rule in rules(spec):
+            if rule.get("alert") in named:
+                assert f"kafka_client_identity_info{{{SOURCE_SELECTOR}," in rule["annotations"]["description"]
+
+
+def test_the_inventory_age_limit_is_set_in_its_alert_only(helm: Helm) -> None:
+    change = override(
+        "KafkaClientInventoryStale", lambda rule: rule.update(expr=rule["expr"].replace("> 172800", "> 7200"))
+    )
+    assert rendered_specs(helm, "--set", "prometheusRule.inventoryMaxAgeSeconds=7200") == expected(change)
 
 
 def test_the_default_job_selector_is_the_scrape_job(helm: Helm) -> None:
