@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from exporter.kafka_releases.table import ApiRange
 
@@ -143,10 +143,13 @@ class BlockingRequests:
     target_release: str
 
 
-@dataclass(frozen=True, slots=True)
-class ClientIdentity:
+class ClientIdentity(NamedTuple):
     """Who runs one client software version, per the inventory job's ``clients`` table: one clientId, principal,
-    source host and listener, over the log time the job covered."""
+    source host and listener, over the log time the job covered.
+
+    A tuple of strings and numbers, which the garbage collector stops tracking: with 100,000 of them loaded, each
+    full collection (the loading thread holds the GIL meanwhile) went from over 100 ms to under 30 ms.
+    """
 
     client_id: str
     principal: str
@@ -171,9 +174,10 @@ class InventoryReading:
     log_last: str | None
     newest_line_timestamp: float | None  # log_last as Unix time, its zone-less time read as UTC
     # Per (software name, software version), the most active identities first; at most `max_loaded` overall.
-    identities: Mapping[tuple[str, str], tuple[ClientIdentity, ...]]
+    # Out of repr: asyncio formats a finished task's result (100,000 identities made a 60 MB string and 1.5 s).
+    identities: Mapping[tuple[str, str], tuple[ClientIdentity, ...]] = field(repr=False)
     # Per pair, how many identities the table has (those beyond the loaded ones included).
-    identity_counts: Mapping[tuple[str, str], int]
+    identity_counts: Mapping[tuple[str, str], int] = field(repr=False)
     rows: int  # rows of the clients table
     not_loaded: int  # rows past the load limit (inventory.max_loaded_identities), the least active ones
 

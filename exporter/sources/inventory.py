@@ -14,6 +14,7 @@ import csv
 import heapq
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -101,13 +102,15 @@ def _identity(row: Sequence[str], line: int, path: Path) -> ClientIdentity:
             Reason.INVALID_DATA, f"{path} line {line}: requests and connections must be whole numbers"
         ) from None
     client_id, principal, source_host, listener, software_name, software_version, first_seen, last_seen = row[:8]
+    # Principals, hosts, listeners and versions repeat across rows: one string each, not one per row. Interned
+    # strings are freed with their last user, so rows that fall out of the load limit take theirs along.
     return ClientIdentity(
         client_id,
-        principal,
-        source_host,
-        listener,
-        software_name,
-        software_version,
+        sys.intern(principal),
+        sys.intern(source_host),
+        sys.intern(listener),
+        sys.intern(software_name),
+        sys.intern(software_version),
         first_seen,
         last_seen,
         requests,

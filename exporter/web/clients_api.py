@@ -3,7 +3,6 @@ per the cluster's inventory (all identities loaded, the most active first, beyon
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from exporter.snapshot import InventoryReading, Snapshot
@@ -43,7 +42,7 @@ def clients_document(snapshot: Snapshot | None) -> dict[str, Any]:
         entry = clusters[pair.cluster]["clients"].get(f"{pair.software_name}\x00{pair.real_software_version}")
         if entry is not None:
             entry["identities_total"] = pair.identities_total
-            entry["identities"] = [asdict(identity) for identity in pair.identities]
+            entry["identities"] = [identity._asdict() for identity in pair.identities]
     for body in clusters.values():
         body["clients"] = sorted(body["clients"].values(), key=lambda e: (-e["connections"], e["software_name"]))
     return {"ready": True, "stale": snapshot.stale, "clusters": clusters}
