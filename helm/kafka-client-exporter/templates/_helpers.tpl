@@ -78,13 +78,18 @@ leading "<chart name>-", which the full name already says), DNS-1123 safe. */}}
 {{- toYaml $doc }}
 {{- end }}
 
-{{/* The exporter image: [registry/]repository:tag; registry from image.registry, else global.imageRegistry. */}}
-{{- define "kce.image" -}}
-{{- $registry := .Values.image.registry | default ((.Values.global).imageRegistry) }}
-{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
-{{- if $registry }}{{ printf "%s/%s:%s" (trimSuffix "/" $registry) .Values.image.repository $tag }}
-{{- else }}{{ printf "%s:%s" .Values.image.repository $tag }}
+{{/* An image of the chart, (dict "root" $ "image" <image values>): [registry/]repository:tag; registry from
+the image's values, else global.imageRegistry; tag from its values, else the chart's appVersion. */}}
+{{- define "kce.imageRef" -}}
+{{- $registry := .image.registry | default ((.root.Values.global).imageRegistry) }}
+{{- $tag := .image.tag | default .root.Chart.AppVersion }}
+{{- if $registry }}{{ printf "%s/%s:%s" (trimSuffix "/" $registry) .image.repository $tag }}
+{{- else }}{{ printf "%s:%s" .image.repository $tag }}
 {{- end }}
+{{- end }}
+
+{{- define "kce.image" -}}
+{{- include "kce.imageRef" (dict "root" . "image" .Values.image) }}
 {{- end }}
 
 {{/* imagePullSecrets of the pods: the chart's, then a parent chart's global ones (names or {name} objects). */}}
@@ -136,4 +141,80 @@ the Service label that serviceMonitor.jobLabel names. */}}
 {{/* Where the exporter serves its metrics (config.web.telemetry_path; --web.telemetry-path in extraArgs is not seen). */}}
 {{- define "kce.telemetryPath" -}}
 {{- ((.Values.config).web).telemetry_path | default "/metrics" }}
+{{- end }}
+
+{{/* Where the inventory jobs write and the exporter reads: one directory per cluster on the inventory claim. */}}
+{{- define "kce.inventoryDir" -}}/var/lib/kafka-client-exporter/inventory{{- end }}
+
+{{- define "kce.inventoryClaim" -}}
+{{- .Values.inventory.persistence.existingClaim | default (printf "%s-inventory" (include "kce.fullname" .)) }}
+{{- end }}
+
+{{/* "true" when the inventory claim can be mounted on one node only: the job must run where the exporter runs. */}}
+{{- define "kce.inventoryNodeBound" -}}
+{{- if and .Values.inventory.enabled (not (has "ReadWriteMany" .Values.inventory.persistence.accessModes)) }}true{{ end }}
+{{- end }}
+
+{{/* Labels of the inventory job's pods: the release's, but not the Service's selector (no traffic, no PDB). */}}
+{{- define "kce.inventoryLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: inventory
+app.kubernetes.io/part-of: {{ include "kce.name" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The CronJob of an inventory job, (dict "root" $ "cluster" <name>): at most 52 characters (the Job controller
+appends 11), DNS-1123. */}}
+{{- define "kce.inventoryJobName" -}}
+{{- printf "%s-inventory-%s" (include "kce.fullname" .root | trunc 30 | trimSuffix "-") .cluster | lower | replace "_" "-" | replace "." "-" | trunc 52 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fails the render unless every inventory job names a cluster of config.clusters and has a CronJob name of its
+own; renders nothing. */}}
+{{- define "kce.inventoryCheck" -}}
+{{- if not .Values.inventory.jobs }}
+{{- fail "inventory.enabled needs inventory.jobs: one {cluster: <a name of config.clusters>, input: {...}} per Kafka cluster" }}
+{{- end }}
+{{- $names := list }}
+{{- range .Values.config.clusters }}{{ $names = append $names .name }}{{ end }}
+{{- $seen := dict }}
+{{- range $index, $job := .Values.inventory.jobs }}
+{{- if not (has $job.cluster $names) }}
+{{- fail (printf "inventory.jobs[%d].cluster %q is not the name of a cluster in config.clusters (%s)" $index $job.cluster (empty $names | ternary "which is empty" (printf "names: %s" ($names | join ", ")))) }}
+{{- end }}
+{{- $name := include "kce.inventoryJobName" (dict "root" $ "cluster" $job.cluster) }}
+{{- with get $seen $name }}
+{{- if eq . $job.cluster }}
+{{- fail (printf "inventory.jobs: cluster %q has two jobs; give it one (--input takes more paths in extraArgs)" .) }}
+{{- end }}
+{{- fail (printf "inventory.jobs: clusters %q and %q would both be CronJob %s; rename one" . $job.cluster $name) }}
+{{- end }}
+{{- $_ := set $seen $name $job.cluster }}
+{{- end }}
+{{- end }}
+
+{{/* config.yaml: .Values.config, with inventory.path set in each cluster an inventory job writes for (unless that
+cluster names a path of its own). */}}
+{{- define "kce.config" -}}
+{{- $config := deepCopy .Values.config }}
+{{- if .Values.inventory.enabled }}
+{{- include "kce.inventoryCheck" . }}
+{{- $clusters := list }}
+{{- range $config.clusters }}
+{{- $cluster := . }}
+{{- range $.Values.inventory.jobs }}
+{{- if eq .cluster $cluster.name }}
+{{- $inventory := $cluster.inventory | default dict }}
+{{- if not $inventory.path }}
+{{- $_ := set $inventory "path" (printf "%s/%s" (include "kce.inventoryDir" $) .cluster) }}
+{{- end }}
+{{- $_ := set $cluster "inventory" $inventory }}
+{{- end }}
+{{- end }}
+{{- $clusters = append $clusters $cluster }}
+{{- end }}
+{{- $_ := set $config "clusters" $clusters }}
+{{- end }}
+{{- toYaml $config }}
 {{- end }}

@@ -34,6 +34,8 @@ CORE_KINDS = {
     "NetworkPolicy",
     "PodDisruptionBudget",
     "Pod",
+    "CronJob",
+    "PersistentVolumeClaim",
 }
 
 
@@ -146,7 +148,11 @@ def test_every_toggle_on_renders_valid_objects(helm: Helm, tmp_path: Path) -> No
 
     # The NetworkPolicy admits the helm test pod next to the configured peers, and the test pod is not an
     # endpoint of the Service.
-    (policy,) = by_kind(manifest, "NetworkPolicy")
+    (policy,) = [
+        doc
+        for doc in by_kind(manifest, "NetworkPolicy")
+        if doc["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    ]
     (test_pod,) = by_kind(manifest, "Pod")
     peers = policy["spec"]["ingress"][0]["from"]
     assert any(
