@@ -25,12 +25,21 @@ def checkout_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def write_config(
-    path: Path, cluster: str, brokers: dict[int, str], bootstrap: str | None = None, **collection: object
+    path: Path,
+    cluster: str,
+    brokers: dict[int, str],
+    bootstrap: str | None = None,
+    *,
+    inventory: Path | None = None,
+    **collection: object,
 ) -> Path:
-    """An exporter YAML config listing `brokers` (id -> JMX URL) of one cluster."""
+    """An exporter YAML config listing `brokers` (id -> JMX URL) of one cluster, with the inventory job's output
+    directory `inventory` when given."""
     entry: dict[str, object] = {"name": cluster, "brokers": [{"id": i, "jmx_url": u} for i, u in brokers.items()]}
     if bootstrap:
         entry["bootstrap_servers"] = bootstrap.split(",")
+    if inventory is not None:
+        entry["inventory"] = {"path": str(inventory)}
     path.write_text(yaml.safe_dump({"collection": collection, "clusters": [entry]}))
     return path
 
