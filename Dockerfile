@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # kafka-client-exporter: Python slim plus a headless JRE (the JMX queries run a short-lived JVM each).
 #   docker build -t kafka-client-exporter .
+#   docker build --target inventory -t kafka-client-exporter-inventory .   # the Spark inventory job (Helm CronJob)
 #   docker run -v $PWD/exporter.yaml:/etc/kafka-client-exporter/config.yaml:ro -p 9784:9784 kafka-client-exporter
 # Without a registry, scripts/build-image.sh builds it with buildah on a Debian bookworm base made by mmdebstrap
 # (PYTHON_IMAGE=localhost/...): any Debian-based image with python3.11, venv and `python` on PATH will do.
@@ -23,8 +24,17 @@ RUN "$VENV/bin/pip" wheel --no-cache-dir --wheel-dir "$WHEELS" .
 RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" kafka-client-exporter
 # <<< install
 
-# Final stage: the venv, a JRE, no compilers, no pip cache, a non-root user.
-FROM ${PYTHON_IMAGE}
+# The inventory job's venv: the exporter's plus the `inventory` extra (pyspark, whose sdist becomes a wheel here).
+# Its own stage, so that the exporter image (the last stage) never waits for it.
+FROM build AS inventory-build
+# >>> install: tests/deployment/image/test_dockerfile_install.py runs these RUN lines after the build stage's.
+RUN "$VENV/bin/pip" wheel --no-cache-dir --wheel-dir "$WHEELS" ".[inventory]"
+RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" "kafka-client-exporter[inventory]"
+# <<< install
+
+# What both images run on: a JRE (JMX queries; Spark 4 needs Java 17+), no compilers, a non-root user. One stage,
+# so the two images share these layers.
+FROM ${PYTHON_IMAGE} AS runtime
 # Debian slim images drop the man directories the JRE's post-install links into.
 RUN mkdir -p /usr/share/man/man1 \
  && apt-get update \
@@ -32,11 +42,35 @@ RUN mkdir -p /usr/share/man/man1 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin exporter
 ENV VENV=/opt/kafka-client-exporter
-COPY --from=build /opt/kafka-client-exporter /opt/kafka-client-exporter
 # No .pyc writes at run time: the root filesystem is read-only in the Helm chart.
 ENV PATH=/opt/kafka-client-exporter/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
+
+# The inventory job (docker build --target inventory): the Helm chart's CronJob runs
+# `kafka-client-exporter inventory --incremental ...` in it.
+FROM runtime AS inventory
+COPY --from=inventory-build /opt/kafka-client-exporter /opt/kafka-client-exporter
+ARG PYTHON_IMAGE
+ARG VERSION=unknown
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="kafka-client-exporter-inventory" \
+      org.opencontainers.image.description="Who runs which Kafka client version: the Spark job over broker request logs" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="https://github.com/kafka-client-exporter/kafka-client-exporter" \
+      org.opencontainers.image.url="https://github.com/kafka-client-exporter/kafka-client-exporter" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
+USER 10001:10001
+ENTRYPOINT ["kafka-client-exporter"]
+CMD ["inventory", "--help"]
+
+# Final stage (the default target): the exporter's venv on the runtime.
+FROM runtime
+COPY --from=build /opt/kafka-client-exporter /opt/kafka-client-exporter
 # OCI annotations (image-spec annotations.md); scripts/build-image.sh passes the version, commit and time. Last,
 # so that a new time or commit does not invalidate the cached layers above.
 ARG PYTHON_IMAGE

@@ -2,11 +2,22 @@
 # Builds the container image from the Dockerfile with Debian's buildah, without any container registry: the base
 # is a Debian bookworm root file system that mmdebstrap makes from Debian's packages, imported as a local image
 # and passed as the Dockerfile's PYTHON_IMAGE. The Dockerfile's own steps then run as they would under docker
-# (apt for the JRE, pip for the wheels). Prints the image's name and size on the last two lines.
-#   bash scripts/build-image.sh            # -> localhost/kafka-client-exporter:<version>
+# (apt for the JRE, pip for the wheels). Prints each image's name and size on two lines, the exporter's last.
+#   bash scripts/build-image.sh            # both: localhost/kafka-client-exporter-inventory:<version> (the
+#                                          # Dockerfile's `inventory` target) and localhost/kafka-client-exporter:<version>
+#   bash scripts/build-image.sh exporter   # only the exporter (or: inventory)
 # Installs buildah and mmdebstrap with apt-get when they are missing (needs root, like scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(inventory exporter)
+for target in "${targets[@]}"; do
+  case $target in
+    exporter | inventory) ;;
+    *) echo "build-image: unknown image '$target' (exporter, inventory)" >&2; exit 2 ;;
+  esac
+done
 
 need_apt=()
 command -v buildah >/dev/null || need_apt+=(buildah)
@@ -57,14 +68,25 @@ mounts=()
 
 version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' exporter/__init__.py)
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-image=localhost/kafka-client-exporter:$version
-# chroot isolation: the OCI runtimes (crun, runc) cannot set rlimits in unprivileged sandboxes. --force-rm: a
-# failed step would otherwise leave its working container behind in buildah's storage.
-buildah build --quiet --isolation chroot --layers --force-rm "${mounts[@]}" \
-  --build-arg PYTHON_IMAGE="$base_image" \
-  --build-arg VERSION="$version" \
-  --build-arg REVISION="$revision" \
-  --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-  --tag "$image" . >/dev/null
-echo "$image"
-buildah images --format '{{.Size}}' "$image"
+created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The inventory image first: the exporter's name and size stay the last two lines.
+for target in inventory exporter; do
+  [[ " ${targets[*]} " == *" $target "* ]] || continue
+  if [ "$target" = exporter ]; then
+    image=localhost/kafka-client-exporter:$version
+    target_args=()  # the Dockerfile's last stage, what `docker build .` gives
+  else
+    image=localhost/kafka-client-exporter-inventory:$version
+    target_args=(--target inventory)
+  fi
+  # chroot isolation: the OCI runtimes (crun, runc) cannot set rlimits in unprivileged sandboxes. --force-rm: a
+  # failed step would otherwise leave its working container behind in buildah's storage.
+  buildah build --quiet --isolation chroot --layers --force-rm "${mounts[@]}" "${target_args[@]}" \
+    --build-arg PYTHON_IMAGE="$base_image" \
+    --build-arg VERSION="$version" \
+    --build-arg REVISION="$revision" \
+    --build-arg CREATED="$created" \
+    --tag "$image" . >/dev/null
+  echo "$image"
+  buildah images --format '{{.Size}}' "$image"
+done

@@ -13,7 +13,8 @@ INSTALL_END = "# <<< install"
 
 @dataclass
 class Stage:
-    base: str
+    base: str  # the image or earlier stage it starts FROM
+    name: str = ""  # its `AS name`, the target `--target` builds
     instructions: list[tuple[str, str]] = field(default_factory=list)  # (INSTRUCTION, arguments)
     install_block: list[str] = field(default_factory=list)  # RUN arguments between the install markers
 
@@ -80,7 +81,11 @@ def parse(path: Path) -> list[Stage]:
         name, _, args = line.partition(" ")
         name, args = name.upper(), re.sub(r"\s+", " ", args.strip())
         if name == "FROM":
-            stages.append(Stage(base=args))
+            match = re.fullmatch(r"(\S+)(?: as (\S+))?", args, flags=re.IGNORECASE)
+            if match is None:
+                raise ValueError(f"FROM {args}: expected IMAGE [AS NAME]")
+            base, stage_name = match.group(1), match.group(2) or ""
+            stages.append(Stage(base=base, name=stage_name))
             continue
         if not stages:
             continue  # global ARGs
@@ -90,3 +95,18 @@ def parse(path: Path) -> list[Stage]:
                 raise ValueError(f"only RUN belongs between the install markers, found {name} {args}")
             stages[-1].install_block.append(args)
     return stages
+
+
+def stage(stages: list[Stage], name: str) -> Stage:
+    """The stage `--target name` builds."""
+    (found,) = [candidate for candidate in stages if candidate.name == name]
+    return found
+
+
+def lineage(stages: list[Stage], last: Stage) -> list[Stage]:
+    """`last` and the stages it is built FROM, first the one FROM an image: what ends up in its file system."""
+    names = {candidate.name: candidate for candidate in stages if candidate.name}
+    chain = [last]
+    while chain[0].base in names:
+        chain.insert(0, names[chain[0].base])
+    return chain
