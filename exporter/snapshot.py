@@ -151,7 +151,7 @@ class ClientIdentity(NamedTuple):
     full collection (the loading thread holds the GIL meanwhile) went from over 100 ms to under 30 ms.
     """
 
-    client_id: str
+    client_id: str | None  # None: the client sent none (null), as the job's table says; "" is an empty one
     principal: str
     source_host: str
     listener: str

@@ -14,20 +14,23 @@ from exporter.sources.base import SourceName
 
 def identity_families(snapshot: Snapshot) -> Iterator[Metric]:
     info = catalog.IDENTITY_INFO.new()
+    seen: set[tuple[str, ...]] = set()
     for pair in snapshot.identities:
         for identity in pair.identities[: pair.exported]:
-            info.add_metric(
-                [
-                    pair.cluster,
-                    pair.software_name,
-                    pair.software_version,
-                    identity.client_id,
-                    identity.principal,
-                    identity.source_host,
-                    identity.listener,
-                ],
-                1,
+            labels = (
+                pair.cluster,
+                pair.software_name,
+                pair.software_version,
+                identity.client_id or "",
+                identity.principal,
+                identity.source_host,
+                identity.listener,
             )
+            # One series per label set: a null and an empty clientId are both "", and the versions folded into
+            # `other` can share a client. Prometheus rejects a series repeated within one scrape.
+            if labels not in seen:
+                seen.add(labels)
+                info.add_metric(list(labels), 1)
     dropped = catalog.IDENTITY_SERIES_DROPPED.new()
     for cluster, count in sorted(snapshot.identity_series_dropped.items()):
         dropped.add_metric([cluster], count)

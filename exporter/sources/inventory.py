@@ -15,7 +15,7 @@ import heapq
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,7 +90,32 @@ def _pointer(directory: Path) -> dict:
     return pointer
 
 
-def _identity(row: Sequence[str], line: int, path: Path) -> ClientIdentity:
+class _RecordStarts:
+    """A CSV file's lines for csv.reader, remembering the first physical line of the record being read.
+
+    Python 3.11's csv module reads an empty field and a quoted empty string alike, while the job writes a null
+    clientId as the one and an empty clientId as the other (the record starts `,` or `"",`); clients send both.
+    """
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+        self._fresh = True
+        self.first = ""
+
+    def __iter__(self) -> _RecordStarts:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        if self._fresh:
+            self.first, self._fresh = line, False
+        return line
+
+    def next_record(self) -> None:
+        self._fresh = True
+
+
+def _identity(row: Sequence[str], line: int, path: Path, null_client_id: bool) -> ClientIdentity:
     if len(row) != len(CLIENTS_COLUMNS):
         raise InventoryProblem(
             Reason.INVALID_DATA, f"{path} line {line}: {len(row)} fields, the clients table has {len(CLIENTS_COLUMNS)}"
@@ -105,7 +130,7 @@ def _identity(row: Sequence[str], line: int, path: Path) -> ClientIdentity:
     # Principals, hosts, listeners and versions repeat across rows: one string each, not one per row. Interned
     # strings are freed with their last user, so rows that fall out of the load limit take theirs along.
     return ClientIdentity(
-        client_id,
+        None if null_client_id and not client_id else client_id,
         sys.intern(principal),
         sys.intern(source_host),
         sys.intern(listener),
@@ -128,14 +153,18 @@ def load_publication(directory: Path, max_loaded: int) -> InventoryReading:
     rows = 0
     try:
         with clients.open(encoding="utf-8", newline="") as handle:
-            reader = csv.reader(handle)
+            starts = _RecordStarts(iter(handle))
+            reader = csv.reader(starts)
             header = next(reader, None)
             if header is None or tuple(header) != CLIENTS_COLUMNS:
                 raise InventoryProblem(
                     Reason.INVALID_DATA, f"{clients}: header {header!r}, expected {','.join(CLIENTS_COLUMNS)}"
                 )
-            for row in reader:
-                identity = _identity(row, reader.line_num, clients)
+            while True:
+                starts.next_record()
+                if (row := next(reader, None)) is None:
+                    break
+                identity = _identity(row, reader.line_num, clients, null_client_id=not starts.first.startswith('"'))
                 rows += 1
                 pair = (identity.software_name, identity.software_version)
                 counts[pair] = counts.get(pair, 0) + 1

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from exporter.request_logs import log_format as lf
+from exporter.sources.inventory import load_publication
 from tests.support.inventory_command import run_inventory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +42,9 @@ HOSTILE_VALUES = [
     "  padded  ",
     '"',
 ]
+
+# An empty clientId and none at all (JSON null): the job keeps them apart, as "" and null.
+NO_CLIENT_ID: list[str | None] = ["", None]
 
 
 def _published(output: Path, table: str) -> list[dict[str, str]]:
@@ -102,7 +106,7 @@ def _hostile_lines() -> str:
     from tests.support import request_log_fixtures as fx
 
     lines = []
-    for index, value in enumerate(HOSTILE_VALUES):
+    for index, value in enumerate([*HOSTILE_VALUES, *NO_CLIENT_ID]):
         line = fx.json_line(
             3,
             "METADATA",
@@ -110,7 +114,7 @@ def _hostile_lines() -> str:
             "PLACEHOLDER",
             f"10.20.1.11:9092-10.20.4.{index + 1}:5000{index % 10}-{index}",
             ("apache-kafka-java", "3.9.0"),
-            principal=f"User:CN={value},O=Example",
+            principal=f"User:CN={value or index},O=Example",
         )
         lines.append(line.replace('"clientId":"PLACEHOLDER"', '"clientId":' + json.dumps(value)))
     return "\n".join(lines) + "\n"
@@ -134,10 +138,18 @@ def test_inventory_csv_reads_back_exactly_with_the_csv_module(tmp_path: Path) ->
         )
         assert relation is not None
         parquet = relation.fetchall()
+        # Python 3.11's csv module reads a null (an empty field) and an empty string ("") both as "".
         as_text = {(r["client_id"], r["principal"]) for r in rows}
-        assert as_text == set(parquet) and len(rows) == len(parquet)
-        assert {client for client, _ in as_text} == set(HOSTILE_VALUES)
+        assert as_text == {(client or "", principal) for client, principal in parquet} and len(rows) == len(parquet)
+        assert {client for client, _ in as_text} == {*HOSTILE_VALUES, ""}
         assert all(r["software_name"] == "apache-kafka-java" and r["listener"] == "PLAINTEXT" for r in rows)
+    # The exporter tells them apart, as the Parquet table does.
+    reading = load_publication(output, max_loaded=1000)
+    loaded = {(i.client_id, i.principal) for identities in reading.identities.values() for i in identities}
+    clients = duckdb.sql(f"select client_id, principal from read_parquet('{output / 'current' / 'clients'}/*.parquet')")
+    assert clients is not None
+    assert loaded == set(clients.fetchall())
+    assert {client for client, _ in loaded} >= {None, ""}
 
 
 # The exporter's start-up: what stops it is said in one line, exit code 1 (2 for the configuration), no traceback.

@@ -52,7 +52,7 @@ def judged(broker: str, processor: str, name: str, version: str, connections: in
     )
 
 
-def identity(client_id: str, name: str, version: str, requests: int, host: str = "10.0.0.1") -> ClientIdentity:
+def identity(client_id: str | None, name: str, version: str, requests: int, host: str = "10.0.0.1") -> ClientIdentity:
     return ClientIdentity(
         client_id,
         "User:CN=app",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -32,14 +34,21 @@ CLIENTS = [
 ]  # fmt: skip
 
 
-def publish(directory: Path, run_id: str, rows: list[list[str]], **pointer: object) -> None:
+def spark_csv_line(row: Sequence[str | None]) -> str:
+    """A row as the job's CSV writer (Spark) gives it: a null is an empty field, an empty string is "" (Python's
+    csv.writer writes both as an empty field)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(["\0" if value == "" else value for value in row])
+    return out.getvalue().replace("\0", '""')
+
+
+def publish(directory: Path, run_id: str, rows: list[list[str]] | list[list[str | None]], **pointer: object) -> None:
     """A publication as the job leaves it: the run's directory with clients.csv, then publication.json."""
     run_dir = directory / "runs" / run_id
     run_dir.mkdir(parents=True)
     with (run_dir / "clients.csv").open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(CLIENTS_COLUMNS)
-        writer.writerows(rows)
+        handle.write(spark_csv_line(CLIENTS_COLUMNS))
+        handle.writelines(spark_csv_line(row) for row in rows)
     document = {
         "format": FORMAT,
         "run_id": run_id,
@@ -81,6 +90,20 @@ def test_a_publication_is_read_with_its_identities_most_active_first(tmp_path: P
     assert [(i.client_id, i.requests) for i in rdkafka] == [('weird,"quoted",id', 40), ("", 7)]
 
 
+def test_a_null_and_an_empty_client_id_are_told_apart(tmp_path: Path) -> None:
+    # As the job writes them: `,User:...` for a client that sent no clientId, `"",User:...` for an empty one.
+    rows = [[client_id, "User:ANONYMOUS", "10.0.0.7", "PLAINTEXT", "kafkajs", "unknown", "2026-01-01T10:00:00.000",
+             "2026-01-01T10:30:00.000", str(requests), "1"]
+            for client_id, requests in ((None, 9), ("", 8), ("multi\nline", 7), (None, 6))]  # fmt: skip
+    publish(tmp_path, "r1", rows)
+    assert (tmp_path / "runs/r1/clients.csv").read_text().splitlines()[1:3] == [
+        ",User:ANONYMOUS,10.0.0.7,PLAINTEXT,kafkajs,unknown,2026-01-01T10:00:00.000,2026-01-01T10:30:00.000,9,1",
+        '"",User:ANONYMOUS,10.0.0.7,PLAINTEXT,kafkajs,unknown,2026-01-01T10:00:00.000,2026-01-01T10:30:00.000,8,1',
+    ]
+    reading = load_publication(tmp_path, max_loaded=100)
+    assert [i.client_id for i in reading.identities[("kafkajs", "unknown")]] == [None, "", "multi\nline", None]
+
+
 def test_memory_holds_the_most_active_rows_only_and_counts_the_rest(tmp_path: Path) -> None:
     publish(tmp_path, "r1", CLIENTS)
     reading = load_publication(tmp_path, max_loaded=2)
@@ -90,13 +113,13 @@ def test_memory_holds_the_most_active_rows_only_and_counts_the_rest(tmp_path: Pa
     assert reading.identity_counts == {("apache-kafka-java", "3.9.0"): 2, ("librdkafka", "1.6.0"): 2}
 
 
-
 def test_a_reading_formats_without_its_identities(tmp_path: Path) -> None:
     # asyncio formats the result of a finished task; with 100,000 identities that was a 60 MB string.
     publish(tmp_path, "r1", CLIENTS * 500)
     text = repr(load_publication(tmp_path, max_loaded=10_000))
     assert "run_id='r1'" in text and "rows=2000" in text
     assert "billing" not in text and len(text) < 1000
+
 
 @pytest.mark.parametrize(
     ("damage", "reason", "says"),
