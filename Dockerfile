@@ -25,10 +25,11 @@ RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" kaf
 # <<< install
 
 # The inventory job's venv: the exporter's plus the `inventory` extra (pyspark, whose sdist becomes a wheel here).
-# Its own stage, so that the exporter image (the last stage) never waits for it.
+# Its own stage, so that the exporter image (the last stage) never waits for it. --use-pep517: Debian's pip 23.0
+# would otherwise run the sdist's `setup.py bdist_wheel`, which needs the `wheel` package a fresh venv lacks.
 FROM build AS inventory-build
 # >>> install: tests/deployment/image/test_dockerfile_install.py runs these RUN lines after the build stage's.
-RUN "$VENV/bin/pip" wheel --no-cache-dir --wheel-dir "$WHEELS" ".[inventory]"
+RUN "$VENV/bin/pip" wheel --no-cache-dir --use-pep517 --wheel-dir "$WHEELS" ".[inventory]"
 RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" "kafka-client-exporter[inventory]"
 # <<< install
 

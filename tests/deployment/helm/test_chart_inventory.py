@@ -95,6 +95,7 @@ def test_job_pods_read_the_logs_read_only_and_write_only_the_claim(helm: Helm) -
         # Spark's scratch space on a read-only root, and a home for the image's user, who has none.
         assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
         assert {"name": "HOME", "value": "/tmp"} in container["env"]
+        assert {"name": "SPARK_LOCAL_IP", "value": "127.0.0.1"} in container["env"]
         output = mounts[OUTPUT_DIR]
         assert not output.get("readOnly") and volumes[output["name"]]["persistentVolumeClaim"] == {"claimName": CLAIM}
         # Not an endpoint of the exporter's Service, nor counted by its disruption budget.

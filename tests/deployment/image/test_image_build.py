@@ -1,5 +1,6 @@
-"""The container image, built from the Dockerfile by scripts/build-image.sh and run here with buildah: the
-exporter inside it checks a configuration and collects from the broker double, JMX included, as user 10001."""
+"""The container images, built from the Dockerfile by scripts/build-image.sh and run here with buildah: the
+exporter inside its image checks a configuration and collects from the broker double, JMX included, and the
+inventory image runs the Helm chart's job over the sample logs, both as user 10001."""
 
 from __future__ import annotations
 
@@ -24,15 +25,23 @@ CONFIG_DIR = "/etc/kafka-client-exporter"
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
+def images() -> list[str]:
+    """Both images, the inventory image first (the exporter's name and size are the script's last two lines)."""
     started = time.monotonic()
-    # The exporter image only: the inventory image adds pyspark's wheel, built from its sdist (minutes).
     build = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "build-image.sh"), "exporter"], capture_output=True, text=True, timeout=1200
+        ["bash", str(ROOT / "scripts" / "build-image.sh")], capture_output=True, text=True, timeout=1200
     )
     assert build.returncode == 0, build.stderr[-4000:]
-    name, size = build.stdout.splitlines()[-2:]
-    print(f"\nimage {name}: {size}, built in {time.monotonic() - started:.0f} s")
+    lines = build.stdout.splitlines()
+    pairs = list(zip(lines[-4::2], lines[-3::2], strict=True))
+    print(f"\nimages {pairs}, built in {time.monotonic() - started:.0f} s")
+    return [name for name, _ in pairs]
+
+
+@pytest.fixture(scope="module")
+def image(images: list[str]) -> str:
+    name = images[-1]
+    assert name.startswith("localhost/kafka-client-exporter:")
     return name
 
 
@@ -46,14 +55,16 @@ def container(image: str) -> Iterator[str]:
         subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
 
 
-def run_in(name: str, *command: str, config_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_in(
+    name: str, *command: str, config_dir: Path | None = None, options: tuple[str, ...] = (), timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     # chroot isolation shares the host's network namespace, so 127.0.0.1 inside reaches the double outside.
     mount = ["--volume", f"{config_dir}:{CONFIG_DIR}:ro"] if config_dir else []
     return subprocess.run(
-        ["buildah", "run", "--isolation", "chroot", *mount, name, "--", *command],
+        ["buildah", "run", "--isolation", "chroot", *mount, *options, name, "--", *command],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -107,3 +118,40 @@ def test_the_exporter_in_the_image_checks_its_config_and_collects_from_the_doubl
         if metric == "kafka_client_connections" and dict(labels)["client_software_name"] == "image-check"
     ]
     assert connections == [1.0]
+
+
+def test_the_inventory_image_runs_the_charts_command_as_a_non_root_user(images: list[str], tmp_path: Path) -> None:
+    inventory = images[0]
+    assert inventory.startswith("localhost/kafka-client-exporter-inventory:")
+    inspected = subprocess.run(["buildah", "inspect", "--type", "image", inventory], capture_output=True, text=True)
+    config = json.loads(inspected.stdout)["OCIv1"]["config"]
+    assert config["Labels"]["org.opencontainers.image.title"] == "kafka-client-exporter-inventory"
+    assert config["User"] == "10001:10001"
+    output = tmp_path / "inventory"
+    output.mkdir()
+    output.chmod(0o777)  # the image's user 10001 writes there (in the chart: the claim, with fsGroup)
+    tmp_path.chmod(0o755)
+    out_dir = "/var/lib/kafka-client-exporter/inventory"
+    # What the chart's CronJob runs (templates/inventory-cronjob.yaml, with values.yaml's sparkConf), on one core.
+    options = (
+        "--env", "HOME=/tmp",
+        "--env", "SPARK_LOCAL_IP=127.0.0.1",
+        "--volume", f"{ROOT / 'samples' / 'request-logs'}:/var/log/kafka:ro",
+        "--volume", f"{output}:{out_dir}",
+    )  # fmt: skip
+    with container(inventory) as name:
+        job = run_in(
+            name,
+            "kafka-client-exporter", "inventory", "--incremental",
+            "--input", "/var/log/kafka", "--output", f"{out_dir}/prod", "--master", "local[1]",
+            "--conf", "spark.driver.memory=1g",
+            "--conf", "spark.driver.host=127.0.0.1",
+            "--conf", "spark.driver.bindAddress=127.0.0.1",
+            "--conf", "spark.ui.enabled=false",
+            "--conf", "spark.jars.ivy=/tmp/.ivy2",
+            options=options,
+            timeout=600,
+        )  # fmt: skip
+    assert job.returncode == 0, job.stderr[-4000:]
+    publication = json.loads((output / "prod" / "publication.json").read_text())
+    assert (output / "prod" / publication["run_dir"] / "clients.csv").is_file()
