@@ -434,14 +434,15 @@ def start_client(
 # Several clients at once
 
 
-ClientSpec = ClientKind | tuple[ClientKind, str, str]
+#: A client kind, or kcat announcing (software name, version), optionally with its clientId.
+ClientSpec = ClientKind | tuple[ClientKind, str, str] | tuple[ClientKind, str, str, str]
 
 
 class ClientMix:
     """A set of clients started together and closed together (used by the demo and benchmarks).
 
-    ``kinds`` items are a ClientKind, or ``(ClientKind.KCAT, software_name, software_version)`` for a kcat
-    announcing a chosen identity. As a context manager it starts all clients and waits until all are ready.
+    ``kinds`` items are a ClientKind, or ``(ClientKind.KCAT, software_name, software_version[, client_id])`` for
+    a kcat announcing a chosen identity. As a context manager it starts all clients and waits until all are ready.
     """
 
     def __init__(self, bootstrap: str, kinds: Sequence[ClientSpec]) -> None:
@@ -455,9 +456,15 @@ class ClientMix:
         try:
             for spec in self.specs:
                 if isinstance(spec, tuple):
-                    kind, name, version = spec
+                    kind, name, version, *client_id = spec
                     self.clients.append(
-                        start_client(kind, self.bootstrap, software_name=name, software_version=version)
+                        start_client(
+                            kind,
+                            self.bootstrap,
+                            software_name=name,
+                            software_version=version,
+                            client_id=client_id[0] if client_id else None,
+                        )
                     )
                 else:
                     self.clients.append(start_client(spec, self.bootstrap))

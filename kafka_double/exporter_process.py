@@ -31,16 +31,20 @@ def write_config(
     bootstrap: str | None = None,
     *,
     inventory: Path | None = None,
+    policy_file: Path | None = None,
     **collection: object,
 ) -> Path:
     """An exporter YAML config listing `brokers` (id -> JMX URL) of one cluster, with the inventory job's output
-    directory `inventory` when given."""
+    directory `inventory` and a version policy file when given."""
     entry: dict[str, object] = {"name": cluster, "brokers": [{"id": i, "jmx_url": u} for i, u in brokers.items()]}
     if bootstrap:
         entry["bootstrap_servers"] = bootstrap.split(",")
     if inventory is not None:
         entry["inventory"] = {"path": str(inventory)}
-    path.write_text(yaml.safe_dump({"collection": collection, "clusters": [entry]}))
+    document: dict[str, object] = {"collection": collection, "clusters": [entry]}
+    if policy_file is not None:
+        document["policy_file"] = str(policy_file)
+    path.write_text(yaml.safe_dump(document))
     return path
 
 

@@ -130,10 +130,60 @@ class _InventoryStatus:
     status: _SourceStatus
 
 
+@dataclass
+class _Blocker:
+    """Requests of one software/version in a request version the target release no longer serves, summed over
+    the brokers that counted them (each broker's count since it started)."""
+
+    software_name: str
+    software_version: str
+    request: str
+    version: str
+    target_release: str
+    count: int = 0
+    brokers: set[str] = field(default_factory=set)
+    # Who runs that software/version now, per the inventory; when nobody is named, why.
+    identities: list[ClientIdentity] = field(default_factory=list)
+    unnamed: str = ""
+
+    @property
+    def broker_list(self) -> list[str]:
+        return sorted(self.brokers, key=_broker_order)
+
+    @property
+    def identities_shown(self) -> list[ClientIdentity]:
+        return (self.identities or [])[:IDENTITIES_SHOWN]
+
+
+def _blockers(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> list[_Blocker]:
+    found: dict[tuple[str, str, str, str, str], _Blocker] = {}
+    for row in snapshot.blocking_requests:
+        if row.cluster != cluster or row.count <= 0:
+            continue
+        key = (row.software_name, row.software_version, row.request, row.version, row.target_release)
+        blocker = found.setdefault(key, _Blocker(*key))
+        blocker.count += row.count
+        blocker.brokers.add(row.broker)
+    who = {(line.software_name, line.software_version): line.identities for line in lines}
+    for blocker in found.values():
+        pair = (blocker.software_name, blocker.software_version)
+        if pair not in who:
+            # The brokers' counts outlive the connections (and a version folded into `other` has no line).
+            blocker.unnamed = "not connected now"
+        elif who[pair] is None:
+            blocker.unnamed = "no inventory"
+        elif not who[pair]:
+            blocker.unnamed = "not in the inventory"
+        else:
+            blocker.identities = who[pair] or []
+    return sorted(found.values(), key=lambda b: (-b.count, b.software_name, b.software_version, b.request))
+
+
 @dataclass(frozen=True)
 class _Cluster:
     name: str
     inventory: list[_InventoryLine]
+    blockers: list[_Blocker]
     who: _InventoryStatus | None  # None: no inventory configured for the cluster
     broker_sources: list[str]
     brokers: list[_BrokerLine]
@@ -157,6 +207,7 @@ def _cluster(snapshot: Snapshot, cluster: str) -> _Cluster:
     return _Cluster(
         name=cluster,
         inventory=lines,
+        blockers=_blockers(snapshot, cluster, lines),
         who=(
             _InventoryStatus(inventory.kept_reading_of(InventoryReading), _source_status(inventory))
             if inventory is not None

@@ -30,11 +30,11 @@ import sys
 import time
 from pathlib import Path
 
-from kafka_double.clients import ClientKind, ClientMix, available_kinds
+from kafka_double.clients import ClientKind, ClientMix, ClientSpec, available_kinds
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 
 # The demo's PLAINTEXT mix: the sample shows the same fleet the README's main job shows.
-from kafka_double.demo import PLAINTEXT_CLIENTS
+from kafka_double.demo_scenario import PLAINTEXT_CLIENTS
 from kafka_double.raw_client import RawConnection
 from kafka_double.registry import ClientInformation
 from kafka_double.releases import get_release
@@ -52,7 +52,7 @@ BROKERS = [
     BrokerSpec(id=2, release="3.9.0", listeners=LISTENERS),
     BrokerSpec(id=3, release="4.1.0", listeners=LISTENERS),
 ]
-INTERNAL_CLIENTS: list[ClientKind | tuple[ClientKind, str, str]] = [
+INTERNAL_CLIENTS: list[ClientSpec] = [
     (ClientKind.KCAT, "inventory-sync", "3.2.0"),
     ClientKind.KAFKAJS,
 ]

@@ -6,11 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import shutil
-import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.mbean_host import free_port
+from kafka_double.prometheus_process import running_prometheus
 from tests.support.promql import RULES_FILE
 
 pytestmark = pytest.mark.slow
@@ -37,50 +36,6 @@ def short_for_rules(target: Path) -> Path:
                 rule["for"] = "5s"
     target.write_text(yaml.safe_dump(rules))
     return target
-
-
-@contextlib.contextmanager
-def running_prometheus(workdir: Path, exporter_port: int, rules: Path) -> Iterator[str]:
-    prometheus = shutil.which("prometheus")
-    assert prometheus, "prometheus is not on PATH; run bash scripts/setup.sh (scripts/setup.d/20-prometheus.sh)"
-    config = workdir / "prometheus.yml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                "rule_files": [str(rules)],
-                "scrape_configs": [
-                    # The shipped rules select job="kafka-client-exporter": under another job name nothing fires.
-                    {
-                        "job_name": "kafka-client-exporter",
-                        "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}],
-                    }
-                ],
-            }
-        )
-    )
-    port = free_port()
-    log = (workdir / "prometheus.log").open("w")
-    process = subprocess.Popen(
-        [
-            prometheus,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 def api(url: str) -> Any:

@@ -273,3 +273,24 @@ def test_a_failed_inventory_read_shows_the_reason_and_the_last_good_run() -> Non
     page = render_status_page(replace(rich, results=results), NOW)
     assert "invalid_data" in page and "publication.json is not JSON" in page and "showing the last good run" in page
     assert "who-prod-librdkafka-1.5.0" in tables_of(page)
+
+
+def test_upgrade_blockers_are_listed_with_who_runs_them() -> None:
+    from dataclasses import replace
+
+    from exporter.snapshot import BlockingRequests
+    from tests.unit.collectors.rich_snapshot import rich_snapshot
+
+    rich = rich_snapshot()
+    live = [BlockingRequests("prod", broker, "Fetch", "3", "librdkafka", "1.5.0", 5, "4.0.0") for broker in "21"]
+    page = render_status_page(replace(rich, blocking_requests=(*rich.blocking_requests, *live)), NOW)
+    rows = tables_of(page)["blockers-prod"]
+    assert [(r["software"], r["version"], r["request"], r["requests"], r["brokers"], r["run-by"]) for r in rows] == [
+        # Both brokers' counts summed; the version is connected and its clients are in the inventory.
+        ("librdkafka", "1.5.0", "Fetch v3", "10", "1, 2", 'billing "ledger",v2 on 2001:db8::7'),
+        # Counted by a broker, but no unknown client is connected now: nobody to name.
+        ("unknown", "unknown", "Produce v1", "7", "1", "not connected now"),
+    ]
+    assert {r["target"] for r in rows} == {"4.0.0"}
+    # Without any blocking request there is no section.
+    assert "blockers-prod" not in tables_of(render_status_page(replace(rich, blocking_requests=()), NOW))

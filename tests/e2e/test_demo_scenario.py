@@ -1,0 +1,187 @@
+"""The demo is the whole product: the scenario `scripts/demo.sh` runs (kafka_double/demo_scenario.py), with the
+inventory job and a live Prometheus loading the shipped rules, makes the alerts it is built for pending, every rule
+evaluate without error, and every panel and variable query of every shipped dashboard return data the way Grafana
+asks for it with each variable at "All" - except the panels listed below with the reason they are empty in a
+healthy demo."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kafka_double.demo_scenario import LEGACY_CLIENT_ID, RunningDemo, running_demo
+from kafka_double.mbean_host import free_port
+from tests.support.promql import DASHBOARDS
+
+pytestmark = pytest.mark.slow
+
+#: Alerts the scenario is built to trigger: below minimum (librdkafka 1.6.0), denied version (2.0.2), unknown
+#: software (aiokafka, kafkajs, the legacy producer), upgrade-blocking requests (the legacy producer's Produce v2
+#: on the 3.9 broker), release skew (4.1.0 and 3.9.0 brokers).
+EXPECTED_ALERTS = {
+    ("KafkaClientBelowMinimumVersion", "librdkafka", "1.6.0"),
+    ("KafkaClientDeniedVersion", "librdkafka", "2.0.2"),
+    ("KafkaClientUnknownSoftware", None, None),
+    ("KafkaClientDeprecatedRequests", "unknown", "unknown"),
+    ("KafkaBrokerReleaseSkew", None, None),
+}
+#: Panels with no series in a healthy demo, and why.
+EMPTY_IN_A_HEALTHY_DEMO = {
+    "Errors by reason": "no poll fails in the demo once the inventory job has published",
+    "Connected versions not in the inventory": "the job runs after every client has connected",
+}
+# Grafana's values for its macros with the dashboards' defaults: a 6 h range, and the data source's default scrape
+# interval (15 s), which makes $__rate_interval 1 m.
+MACROS = {"$__rate_interval": "1m", "$__interval": "15s", "$__range": "6h"}
+VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
+LABEL_VALUES = re.compile(r"^label_values\((.*),\s*(\w+)\s*\)$", re.S)
+
+
+def get(base: str, path: str, **params: str) -> Any:
+    query = urllib.parse.urlencode(params)
+    with urllib.request.urlopen(f"{base}{path}?{query}", timeout=10) as response:
+        body = json.load(response)
+    assert body["status"] == "success", body
+    return body["data"]
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except OSError as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(1)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; last: {last!r}"[:3000])
+
+
+def grafana(expr: str, variables: dict[str, str]) -> str:
+    """The query Grafana sends: its macros, then the dashboard's variables (each at its "All" value)."""
+    for macro, value in MACROS.items():
+        expr = expr.replace(macro, value)
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return variables.get(name, match.group(0))
+
+    return VARIABLE.sub(substitute, expr)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDemo]:
+    with running_demo(
+        tmp_path_factory.mktemp("demo"),
+        free_port(),
+        prometheus_port=free_port(),
+        interval_seconds=2,
+        say=lambda _: None,
+    ) as running:
+        assert running.prometheus_url and running.inventory
+        yield running
+
+
+def test_the_inventory_job_names_the_legacy_client_in_prometheus(demo: RunningDemo) -> None:
+    assert demo.inventory is not None and demo.prometheus_url is not None
+    base = demo.prometheus_url
+    assert demo.inventory.done.wait(240), "the inventory job did not finish in 4 minutes"
+    assert demo.inventory.returncode == 0, demo.inventory.log_file.read_text()[-3000:]
+    query = f'kafka_client_identity_info{{client_id="{LEGACY_CLIENT_ID}"}}'
+    [series] = wait_for(lambda: get(base, "/api/v1/query", query=query)["result"], 60, query)
+    assert series["metric"]["client_software_name"] == "unknown"
+
+
+def test_the_scenarios_alerts_are_pending_or_firing_and_every_rule_evaluates(demo: RunningDemo) -> None:
+    assert demo.prometheus_url is not None
+    base = demo.prometheus_url
+
+    def active() -> set[tuple[str, str | None, str | None]]:
+        alerts = get(base, "/api/v1/alerts")["alerts"]
+        found = {
+            (
+                a["labels"]["alertname"],
+                a["labels"].get("client_software_name"),
+                a["labels"].get("client_software_version"),
+            )
+            for a in alerts
+            if a["state"] in ("pending", "firing")
+        }
+        return found if found >= EXPECTED_ALERTS else set()
+
+    wait_for(active, 120, f"the alerts {sorted(n for n, _, _ in EXPECTED_ALERTS)}")
+
+    def blocker_description() -> str:
+        alerts = {a["labels"]["alertname"]: a for a in get(base, "/api/v1/alerts")["alerts"]}
+        return alerts["KafkaClientDeprecatedRequests"]["annotations"]["description"]
+
+    # The inventory names who is behind the upgrade blocker (annotations are rendered anew at each evaluation).
+    wait_for(lambda: LEGACY_CLIENT_ID in blocker_description(), 30, f"{LEGACY_CLIENT_ID} in the blocker's alert")
+    rules = [rule for group in get(base, "/api/v1/rules")["groups"] for rule in group["rules"]]
+    assert rules and all(rule["lastEvaluation"] != "0001-01-01T00:00:00Z" for rule in rules)
+    broken = {rule["name"]: rule.get("lastError") for rule in rules if rule["health"] != "ok"}
+    assert not broken, broken
+
+
+def resolve_variables(base: str, dashboard: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """Each query variable's "All" value, in the dashboard's order (each may use those before it), and the
+    variables whose query returned no value."""
+    values: dict[str, str] = {}
+    empty: list[str] = []
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] != "query":
+            continue
+        match = LABEL_VALUES.match(grafana(variable["definition"], values))
+        assert match, f"{variable['name']}: not a label_values() query: {variable['definition']}"
+        selector, label = match.groups()
+        found = get(base, f"/api/v1/label/{label}/values", **{"match[]": selector})
+        if not found:
+            empty.append(variable["name"])
+        # The dashboards' includeAll variables send their allValue for "All" (a regex).
+        values[variable["name"]] = variable.get("allValue") or "|".join(re.escape(value) for value in found)
+    return values, empty
+
+
+def test_every_panel_and_variable_query_of_every_dashboard_returns_data(demo: RunningDemo) -> None:
+    assert demo.prometheus_url is not None and demo.inventory is not None
+    base = demo.prometheus_url
+    # The identity panels need the inventory, and the rates a few minutes of samples' worth.
+    assert demo.inventory.done.wait(240) and demo.inventory.returncode == 0
+    wait_for(lambda: get(base, "/api/v1/query", query="kafka_client_identity_info")["result"], 60, "identities")
+    rate = 'rate(kafka_client_upgrade_blocking_requests_total{job="kafka-client-exporter"}[1m]) > 0'
+    wait_for(lambda: get(base, "/api/v1/query", query=rate)["result"], 90, "a blocking-request rate")
+    now = time.time()
+    empty_variables: list[str] = []
+    empty_panels: list[tuple[str, str, str]] = []  # dashboard, panel title, query as sent
+    checked = 0
+    for path in DASHBOARDS:
+        dashboard = json.loads(path.read_text())
+        variables, no_values = resolve_variables(base, dashboard)
+        empty_variables += [f"{path.name} {name}" for name in no_values]
+        for panel in dashboard["panels"]:
+            for target in panel.get("targets", []):
+                query = grafana(target["expr"], variables)
+                if target.get("instant"):
+                    result = get(base, "/api/v1/query", query=query, time=str(now))["result"]
+                else:
+                    params = {"query": query, "start": str(now - 600), "end": str(now), "step": "15"}
+                    result = get(base, "/api/v1/query_range", **params)["result"]
+                checked += 1
+                if not result:
+                    empty_panels.append((path.name, panel["title"], query))
+    assert checked > 30
+    assert not empty_variables, f"variables with no values: {empty_variables}"
+    unexpected = [
+        f"  {name} {title!r}: {query}" for name, title, query in empty_panels if title not in EMPTY_IN_A_HEALTHY_DEMO
+    ]
+    assert not unexpected, "panel queries with no data:\n" + "\n".join(unexpected)
