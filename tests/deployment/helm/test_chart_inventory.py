@@ -23,6 +23,7 @@ POD_SECURITY = {
     "runAsUser": 10001,
     "runAsGroup": 10001,
     "fsGroup": 10001,
+    "fsGroupChangePolicy": "OnRootMismatch",
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 
