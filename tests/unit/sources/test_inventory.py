@@ -158,7 +158,16 @@ def test_a_bad_row_names_its_line(tmp_path: Path) -> None:
     assert "clients.csv line 4: requests and connections must be whole numbers" in str(error)
 
 
-def test_the_last_good_publication_is_kept_through_a_bad_one_and_a_new_one_replaces_it(tmp_path: Path) -> None:
+def test_the_last_good_publication_is_kept_through_a_bad_one_and_a_new_one_replaces_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[str] = []
+
+    def counted_load(directory: Path, max_loaded: int) -> InventoryReading:
+        loads.append(json.loads((directory / "publication.json").read_text())["run_id"])
+        return load_publication(directory, max_loaded)
+
+    monkeypatch.setattr("exporter.sources.inventory.load_publication", counted_load)
     source = InventorySource("prod", ClusterInventory(path=tmp_path))
     assert failure(source).reason == Reason.MISSING  # before the job's first run
     publish(tmp_path, "r1", CLIENTS)
@@ -167,8 +176,10 @@ def test_the_last_good_publication_is_kept_through_a_bad_one_and_a_new_one_repla
     (tmp_path / "publication.json").write_text('{"format": 1, "run_id": "r2", "run_dir": "runs/r2"}')
     error = failure(source)
     assert error.reason == Reason.INVALID_DATA and error.kept is first
+    assert str(failure(source)) == str(error) and "runs/r2/clients.csv is missing" in str(error)
     publish(tmp_path, "r3", CLIENTS[:1])
     assert read(source).run_id == "r3"
+    assert loads == ["r1", "r2", "r3"]  # each publication parsed once: unchanged ones, valid or not, are not again
 
 
 def judged(name: str, version: str, connections: int, shown: str | None = None) -> JudgedClient:
