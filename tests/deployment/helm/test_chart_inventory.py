@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from exporter.config.settings import load_settings
+from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE
 from exporter.request_logs.cli import add_arguments
 from tests.deployment.helm.chart import CHART, Helm, by_kind, render
 from tests.deployment.helm.test_chart import validate_core
@@ -75,6 +76,20 @@ def test_each_job_runs_the_incremental_inventory_of_its_cluster(helm: Helm, tmp_
     assert job_pod(jobs["staging.eu"])["containers"][0]["envFrom"] == [
         {"secretRef": {"name": "inventory-s3-credentials"}}
     ]
+
+
+def test_the_jobs_judge_upgrades_against_the_exporters_target_release(helm: Helm) -> None:
+    def targets(*values: str) -> dict[str, str]:
+        jobs = cron_jobs(render(helm, "--values", VALUES, *values))
+        return {cluster: parsed(job_pod(job)["containers"][0]["args"]).target_release for cluster, job in jobs.items()}
+
+    assert targets() == {"prod": "4.1.0", "staging.eu": DEFAULT_TARGET_RELEASE, "lab": DEFAULT_TARGET_RELEASE}
+    # The exporter's target reaches every job but the one that names its own.
+    assert targets("--set-string", "config.policy.target_release=4.0.0") == {
+        "prod": "4.1.0",
+        "staging.eu": "4.0.0",
+        "lab": "4.0.0",
+    }
 
 
 def test_job_pods_read_the_logs_read_only_and_write_only_the_claim(helm: Helm) -> None:
