@@ -233,7 +233,7 @@ class InventorySource(Source):
         self._last_stamp: tuple[int, int, int] | None = None
         # A publication found invalid, by its stamp: not parsed again each cycle until publication.json is replaced
         # (a broken 100,000-row table costs half a second a time). Unreadable ones are retried: that may pass.
-        self._invalid: tuple[tuple[int, int, int], InventoryProblem] | None = None
+        self._invalid: tuple[tuple[int, int, int], str] | None = None
 
     def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
         return [Poll(CLUSTER_BROKER, self._read)]
@@ -245,12 +245,12 @@ class InventorySource(Source):
             if stamp == self._last_stamp and self._last is not None:
                 return self._last
             if self._invalid is not None and self._invalid[0] == stamp:
-                raise self._invalid[1]
+                raise InventoryProblem(Reason.INVALID_DATA, self._invalid[1])
             try:
                 reading = await asyncio.to_thread(load_publication, self._directory, self._max_loaded)
-            except InventoryProblem as problem:
-                if problem.reason == Reason.INVALID_DATA:
-                    self._invalid = stamp, problem
+            except InventoryProblem as invalid:
+                if invalid.reason == Reason.INVALID_DATA:
+                    self._invalid = stamp, invalid.message
                 raise
         except FileNotFoundError:
             problem = _not_published(self._directory)
