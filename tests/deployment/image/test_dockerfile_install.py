@@ -1,6 +1,5 @@
 """The package installs the way the Dockerfile installs it: its own COPY and RUN lines, into a fresh venv, for the
-exporter image. The inventory image's install lines run in its real build (test_image_build.py), which also runs
-the Helm chart's inventory command in it: doing both here as well cost 50 s of the suite for nothing more."""
+exporter image and for the inventory image."""
 
 from __future__ import annotations
 
@@ -8,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def clean_env(env: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name not in ("VIRTUAL_ENV", "PYTHONPATH")}
 
 
-def install(tmp_path: Path, target: Stage) -> Path:
+def install(tmp_path: Path, target: Stage, extra_env: dict[str, str] | None = None) -> Path:
     """Runs the install blocks of `target` and the stages it is built on, in a copy of their build context, as the
     build would: in one file system, one after the other. Returns the venv."""
     stages = parse(ROOT / "Dockerfile")
@@ -62,6 +63,7 @@ def install(tmp_path: Path, target: Stage) -> Path:
             "VENV": str(venv),
             "WHEELS": str(tmp_path / "wheels"),
             "PATH": f"{shims}:{os.environ['PATH']}",
+            **(extra_env or {}),
         }
     )
     for command in [command for layer in chain for command in layer.install_block]:
@@ -103,3 +105,58 @@ def test_dockerfile_install_commands_give_a_working_exporter(tmp_path: Path) -> 
     )
     location, has_data = probe.stdout.split()
     assert location.startswith(str(venv)) and has_data == "True"
+
+
+def cached_wheel_dirs(requirement: str) -> list[str]:
+    """Directories of pip's wheel cache holding a wheel of `requirement` (NAME==VERSION) that pip built before."""
+    name, _, version = requirement.partition("==")
+    cache = subprocess.run(
+        [sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True, timeout=60, check=False
+    )
+    if cache.returncode != 0:
+        return []
+    return sorted({str(path.parent) for path in Path(cache.stdout.strip()).glob(f"wheels/**/{name}-{version}-*.whl")})
+
+
+def test_dockerfile_install_commands_give_a_working_inventory_job(tmp_path: Path) -> None:
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["inventory"]
+    (pyspark,) = [requirement for requirement in extra if requirement.startswith("pyspark==")]
+    # pyspark is an sdist: turning it into a wheel takes minutes. The wheel pip built from the same sdist when the
+    # project's venv was installed is offered next to the index (the image build itself builds it).
+    found = cached_wheel_dirs(pyspark)
+    find_links = " ".join([os.environ.get("PIP_FIND_LINKS", ""), *found]).strip()
+    started = time.monotonic()
+    venv = install(
+        tmp_path,
+        stage(parse(ROOT / "Dockerfile"), "inventory-build"),
+        {"PIP_FIND_LINKS": find_links} if find_links else None,
+    )
+    installed = time.monotonic() - started
+    source = f"the cached {pyspark} wheel" if found else f"{pyspark} built from its sdist"
+    print(f"\ninstall lines: {installed:.0f} s, with {source}")
+
+    # The image's real build runs these lines too, and the chart's command in the image (test_image_build.py):
+    # here the installed command and the Spark side of the job load.
+    usage = subprocess.run(
+        [venv / "bin" / "kafka-client-exporter", "inventory", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=clean_env(dict(os.environ)),
+    )
+    assert usage.returncode == 0 and "--incremental" in usage.stdout, usage.stderr[-3000:]
+    probe = subprocess.run(
+        [
+            venv / "bin" / "python",
+            "-c",
+            "import exporter.request_logs.job as job, pyspark; print(job.__file__, pyspark.__version__)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=clean_env(dict(os.environ)),
+    )
+    location, spark_version = probe.stdout.split()
+    assert location.startswith(str(venv)) and pyspark == f"pyspark=={spark_version}"
