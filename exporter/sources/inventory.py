@@ -229,11 +229,12 @@ class InventorySource(Source):
         super().__init__(cluster)
         self._directory = config.path
         self._max_loaded = config.max_loaded_identities
-        self._last: InventoryReading | None = None
-        self._last_stamp: tuple[int, int, int] | None = None
-        # A publication found invalid, by its stamp: not parsed again each cycle until publication.json is replaced
-        # (a broken 100,000-row table costs half a second a time). Unreadable ones are retried: that may pass.
-        self._invalid: tuple[tuple[int, int, int], str] | None = None
+        self._last: InventoryReading | None = None  # the last good reading, kept through a bad publication
+        # The publication last parsed, and why it was invalid (None: it was read): parsed once, valid or not, until
+        # publication.json is replaced (a broken 100,000-row table costs half a second a time). One that could not
+        # be read is not recorded, so it is tried again: that may pass.
+        self._parsed_stamp: tuple[int, int, int] | None = None
+        self._invalid: str | None = None
 
     def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
         return [Poll(CLUSTER_BROKER, self._read)]
@@ -242,15 +243,16 @@ class InventorySource(Source):
         try:
             # In a thread too: a stat of a hung network mount must not stall the event loop.
             stamp = await asyncio.to_thread(_stamp, self._directory)
-            if stamp == self._last_stamp and self._last is not None:
-                return self._last
-            if self._invalid is not None and self._invalid[0] == stamp:
-                raise InventoryProblem(Reason.INVALID_DATA, self._invalid[1])
+            if stamp == self._parsed_stamp:
+                if self._invalid is not None:
+                    raise InventoryProblem(Reason.INVALID_DATA, self._invalid)
+                if self._last is not None:
+                    return self._last
             try:
                 reading = await asyncio.to_thread(load_publication, self._directory, self._max_loaded)
             except InventoryProblem as invalid:
                 if invalid.reason == Reason.INVALID_DATA:
-                    self._invalid = stamp, invalid.message
+                    self._parsed_stamp, self._invalid = stamp, invalid.message
                 raise
         except FileNotFoundError:
             problem = _not_published(self._directory)
@@ -260,5 +262,5 @@ class InventorySource(Source):
             raise SourceError(Reason.UNREADABLE, message, kept=self._last) from None
         except InventoryProblem as problem:
             raise SourceError(problem.reason, str(problem), kept=self._last) from None
-        self._last, self._last_stamp = reading, stamp
+        self._last, self._parsed_stamp, self._invalid = reading, stamp, None
         return reading
