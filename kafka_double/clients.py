@@ -36,6 +36,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from .java_program import java_program_args
 from .kafka_jars import KafkaJarsMissing, kafka_clients_classpath
 
 __all__ = [
@@ -408,7 +409,7 @@ def start_client(
 
     if kind in JAVA_RELEASES:
         classpath = kafka_clients_classpath(JAVA_RELEASES[kind])
-        argv = ["java", *JAVA_CLIENT_OPTIONS, "-cp", classpath, str(JAVA_CLIENT_SOURCE), "both", bootstrap]
+        argv = ["java", *JAVA_CLIENT_OPTIONS, *java_program_args(JAVA_CLIENT_SOURCE, classpath), "both", bootstrap]
         argv += ["--timeout", str(bootstrap_timeout)]
         if client_id is not None:
             argv += ["--client-id", client_id]

@@ -1,6 +1,6 @@
 """Python side of the broker double's JMX endpoints.
 
-:class:`MBeanHost` starts ``MBeanHost.java`` (a single-file program, run without a javac step, with Kafka's
+:class:`MBeanHost` starts ``MBeanHost.java`` (a single-file program, compiled once by ``java_program``, with Kafka's
 kafka-clients jar on its class path) in one JVM. That JVM gives every emulated broker its own MBeanServer, RMI
 registry and JMX connector server on one TCP port, so an exporter sees one "broker JVM" per port, and Kafka's own
 server-side ``Selector`` per network processor, which makes the socket-server-metrics MBeans. The JVM is driven
@@ -25,7 +25,6 @@ import json
 import logging
 import math
 import re
-import socket
 import subprocess
 import threading
 from collections.abc import Sequence
@@ -34,7 +33,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from .java_program import java_program_args
 from .kafka_jars import kafka_clients_classpath
+from .ports import free_port, free_ports
 
 __all__ = ["JAVA_SOURCE", "Bean", "MBeanHost", "free_port", "free_ports"]
 
@@ -114,13 +115,13 @@ class MBeanHost:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, timeout: float = 60.0) -> None:
-        """Spawn the JVM and wait until it prints READY (compiling the source takes a second or two)."""
+        """Spawn the JVM and wait until it prints READY (the first start compiles the program: a second or two)."""
         with self._write_lock:
             if self._closed:
                 raise RuntimeError("MBeanHost is closed; create a new one")
             if self._proc is not None:
                 raise RuntimeError("MBeanHost already started")
-            cmd = [self._java, *self._jvm_options, "-cp", kafka_clients_classpath(), str(JAVA_SOURCE)]
+            cmd = [self._java, *self._jvm_options, *java_program_args(JAVA_SOURCE, kafka_clients_classpath())]
             log.debug("starting %s", cmd)
             try:
                 # Own session: a terminal's Ctrl-C reaches only our process, which then closes the JVM in
@@ -446,22 +447,6 @@ class MBeanHost:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             self._stderr_tail.append(line)
             log.info("jvm: %s", line)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """An unused TCP port on ``host`` (bind to port 0, read it, close; racy but fine for tests)."""
-    return free_ports(1, host)[0]
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` distinct unused ports: all are held at once while reading, so none is handed out twice."""
-    with contextlib.ExitStack() as held:
-        ports = []
-        for _ in range(count):
-            sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((host, 0))
-            ports.append(int(sock.getsockname()[1]))
-        return ports
 
 
 def _check_int(what: str, value: object) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from kafka_double.java_program import java_program_args
 from kafka_double.kafka_jars import kafka_clients_classpath
 
 HERE = Path(__file__).resolve().parent
@@ -17,7 +18,7 @@ def run_oracle(source: Path, kafka_clients: str, *args: str, stdin: str = "", ja
     """The oracle's standard output, run on kafka-clients ``kafka_clients`` (and Jackson for the JSON converters);
     an AssertionError with its standard error when it fails."""
     done = subprocess.run(
-        ["java", "-cp", kafka_clients_classpath(kafka_clients, jackson=jackson), str(source), *args],
+        ["java", *java_program_args(source, kafka_clients_classpath(kafka_clients, jackson=jackson)), *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import trustme
 
+from kafka_double.ports import free_port
 from tests.deployment.helm.chart import Helm, by_kind, render
 
 TLS = ("--set", "webConfig.enabled=true,webConfig.tls.enabled=true,webConfig.tls.secretName=exporter-tls")
@@ -131,7 +132,6 @@ def test_the_script_only_connects_when_client_certificates_are_required(helm: He
         result = run_script(pod, URL=f"https://127.0.0.1:{port}/readyz", TIMEOUT_SECONDS="20")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "accepts connections" in result.stdout
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        port = listener.getsockname()[1]
+    port = free_port()  # closed, and from this worker's own slice: no other test binds it meanwhile
     result = run_script(pod, URL=f"https://127.0.0.1:{port}/readyz", TIMEOUT_SECONDS="1")
     assert result.returncode == 1 and "refused" in result.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from exporter.config.settings import ClusterConfig
 from exporter.snapshot import ClientConnections, JmxReading
 from exporter.sources.base import Reason, SourceError
 from exporter.sources.prometheus_endpoint import PrometheusEndpointSource
+from kafka_double.ports import free_port
 
 GAUGES = (
     'kafka_server_socketservermetrics_connections{client_software_name="kcat",client_software_version="1.7.1",'
@@ -30,9 +30,8 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    # From this worker's own slice: no other test binds it meanwhile.
+    return free_port()
 
 
 async def serve(handler: Handler, ssl_context=None) -> tuple[web.AppRunner, int]:
