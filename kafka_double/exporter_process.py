@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -24,6 +24,26 @@ def checkout_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def cluster_entry(
+    cluster: str,
+    brokers: dict[int, str],
+    bootstrap: str | None = None,
+    *,
+    inventory: Path | None = None,
+    jmx: Mapping[str, object] | None = None,
+) -> dict[str, object]:
+    """One cluster of an exporter config: `brokers` (id -> JMX URL), its bootstrap servers, the inventory job's
+    output directory and the cluster's `jmx` section (credentials, TLS) when given."""
+    entry: dict[str, object] = {"name": cluster, "brokers": [{"id": i, "jmx_url": u} for i, u in brokers.items()]}
+    if bootstrap:
+        entry["bootstrap_servers"] = bootstrap.split(",")
+    if inventory is not None:
+        entry["inventory"] = {"path": str(inventory)}
+    if jmx is not None:
+        entry["jmx"] = dict(jmx)
+    return entry
+
+
 def write_config(
     path: Path,
     cluster: str,
@@ -32,16 +52,14 @@ def write_config(
     *,
     inventory: Path | None = None,
     policy_file: Path | None = None,
+    jmx: Mapping[str, object] | None = None,
+    more_clusters: Sequence[dict[str, object]] = (),
     **collection: object,
 ) -> Path:
-    """An exporter YAML config listing `brokers` (id -> JMX URL) of one cluster, with the inventory job's output
-    directory `inventory` and a version policy file when given."""
-    entry: dict[str, object] = {"name": cluster, "brokers": [{"id": i, "jmx_url": u} for i, u in brokers.items()]}
-    if bootstrap:
-        entry["bootstrap_servers"] = bootstrap.split(",")
-    if inventory is not None:
-        entry["inventory"] = {"path": str(inventory)}
-    document: dict[str, object] = {"collection": collection, "clusters": [entry]}
+    """An exporter YAML config listing `brokers` (id -> JMX URL) of one cluster (see cluster_entry), then
+    `more_clusters` (cluster_entry's), with a version policy file when given."""
+    entry = cluster_entry(cluster, brokers, bootstrap, inventory=inventory, jmx=jmx)
+    document: dict[str, object] = {"collection": collection, "clusters": [entry, *more_clusters]}
     if policy_file is not None:
         document["policy_file"] = str(policy_file)
     path.write_text(yaml.safe_dump(document))

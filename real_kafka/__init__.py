@@ -1,0 +1,28 @@
+"""Real Apache Kafka brokers for the tests (the double is ``kafka_double``): releases fetched by the set-up, KRaft
+nodes started from them on 127.0.0.1 with PLAINTEXT, SASL_SSL (SCRAM-SHA-512) and CONTROLLER listeners, remote JMX
+(with a password, optionally TLS), the request log at DEBUG, and optionally the Prometheus JMX exporter javaagent.
+"""
+
+from real_kafka.broker import KafkaNode, NodeFailed, NodeOptions, StartTiming
+from real_kafka.cluster import KafkaCluster, new_cluster_id, start_clusters
+from real_kafka.config import BrokerTls, NodePorts, NodeRoles
+from real_kafka.distribution import RELEASES, DistributionMissing, distribution
+from real_kafka.jmx import JmxAuth, JmxTls
+
+__all__ = [
+    "RELEASES",
+    "BrokerTls",
+    "DistributionMissing",
+    "JmxAuth",
+    "JmxTls",
+    "KafkaCluster",
+    "KafkaNode",
+    "NodeFailed",
+    "NodeOptions",
+    "NodePorts",
+    "NodeRoles",
+    "StartTiming",
+    "distribution",
+    "new_cluster_id",
+    "start_clusters",
+]

@@ -1,0 +1,136 @@
+"""A real Kafka cluster of KRaft nodes on 127.0.0.1: one combined node (``process.roles=broker,controller``), or
+three (combined, or a controller and two brokers) for a rolling upgrade. Every port is free at start, every file
+under the given directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from kafka_double.mbean_host import free_ports
+from real_kafka.broker import ClusterLayout, KafkaNode, NodeOptions, StartTiming
+from real_kafka.config import NodePorts, NodeRoles
+
+__all__ = ["KafkaCluster", "new_cluster_id", "start_clusters"]
+
+
+def new_cluster_id() -> str:
+    """A random cluster id as Kafka writes one (``kafka-storage random-uuid``: a UUID in URL-safe base64, no
+    padding)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class KafkaCluster:
+    """Nodes of one cluster; a context manager that starts them all and stops them all."""
+
+    def __init__(
+        self,
+        directory: Path,
+        release: str,
+        *,
+        nodes: int = 1,
+        separate_controller: bool = False,
+        first_node_id: int = 1,
+        options: NodeOptions | None = None,
+    ) -> None:
+        """``nodes`` nodes of ``release``, numbered from ``first_node_id``; with ``separate_controller`` the first
+        one is a controller only and the others brokers only, otherwise every node is combined and a voter."""
+        options = options or NodeOptions()
+        if nodes < 1 or (separate_controller and nodes < 2):
+            raise ValueError("a cluster needs a node, and a separate controller needs a broker beside it")
+        self.directory = directory
+        ids = list(range(first_node_id, first_node_id + nodes))
+        roles = {
+            node_id: NodeRoles(
+                broker=not (separate_controller and node_id == ids[0]),
+                controller=not separate_controller or node_id == ids[0],
+            )
+            for node_id in ids
+        }
+        ports = {
+            node_id: self._ports(roles[node_id], with_metrics=options.jmx_exporter_rules is not None) for node_id in ids
+        }
+        voters = {node_id: port.controller for node_id, port in ports.items() if port.controller is not None}
+        layout = ClusterLayout(new_cluster_id(), voters, brokers=sum(role.broker for role in roles.values()))
+        self.nodes = {
+            node_id: KafkaNode(
+                directory / f"node-{node_id}", release, node_id, roles[node_id], ports[node_id], layout, options
+            )
+            for node_id in ids
+        }
+
+    @staticmethod
+    def _ports(roles: NodeRoles, *, with_metrics: bool) -> NodePorts:
+        plaintext, sasl_ssl, controller, jmx, jmx_rmi, metrics = free_ports(6)
+        return NodePorts(
+            plaintext=plaintext if roles.broker else None,
+            sasl_ssl=sasl_ssl if roles.broker else None,
+            controller=controller if roles.controller else None,
+            jmx=jmx,
+            jmx_rmi=jmx_rmi,
+            metrics=metrics if with_metrics else None,
+        )
+
+    @property
+    def cluster_id(self) -> str:
+        return next(iter(self.nodes.values())).layout.cluster_id
+
+    def node(self, node_id: int) -> KafkaNode:
+        return self.nodes[node_id]
+
+    def brokers(self) -> Iterator[KafkaNode]:
+        return (node for node in self.nodes.values() if node.roles.broker)
+
+    def bootstrap(self, listener: str = "PLAINTEXT") -> str:
+        return ",".join(node.bootstrap(listener) for node in self.brokers())
+
+    def start(self, timeout: float = 120.0) -> list[StartTiming]:
+        """Format every node, launch them all, wait for each (see ``start_clusters``)."""
+        return start_clusters(self, timeout=timeout)[0]
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM to every node at once, SIGKILL to those still running after ``timeout`` seconds. One node at a
+        time would hang: the last voters of a quorum whose majority is gone cannot finish a controlled shutdown."""
+        for node in self.nodes.values():
+            node.terminate()
+        deadline = time.monotonic() + timeout
+        for node in self.nodes.values():
+            node.wait_stopped(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def start_clusters(*clusters: KafkaCluster, timeout: float = 120.0) -> list[list[StartTiming]]:
+    """Start several clusters together: every node formatted in parallel, then every node launched (a quorum
+    elects a leader only once a majority runs), then each waited for. On failure everything is stopped."""
+    nodes = [node for cluster in clusters for node in cluster.nodes.values()]
+    formatting: list[tuple[KafkaNode, subprocess.Popen[bytes]]] = []
+    try:
+        formatting += [(node, node.begin_format()) for node in nodes]
+        for node, process in formatting:
+            node.finish_format(process)
+        for node in nodes:
+            node.launch()
+        return [[node.wait_ready(timeout) for node in cluster.nodes.values()] for cluster in clusters]
+    except BaseException:
+        for _, process in formatting:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for cluster in clusters:
+            cluster.stop()
+        raise

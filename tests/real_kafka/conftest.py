@@ -1,0 +1,158 @@
+"""Real Apache Kafka brokers, one per fetched release (3.9.2 and 4.4.0, each a one-node KRaft cluster), started once
+per test session (per xdist worker) and shared by the tests, which only read them; and the exporter (``serve``)
+watching both, with a one-second cycle.
+
+Each broker: PLAINTEXT, SASL_SSL (SCRAM-SHA-512, a CA of the session's own) and CONTROLLER listeners on 127.0.0.1,
+remote JMX with a password. Tests use client software names of their own, so they never see each other's clients.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kafka_double.exporter_process import cluster_entry, running_exporter, write_config
+from kafka_double.mbean_host import free_port
+from real_kafka import RELEASES, BrokerTls, JmxAuth, KafkaCluster, KafkaNode, NodeOptions, start_clusters
+from tests.support.tls_material import BrokerTlsMaterial
+from tests.support.waiting import wait_for
+
+JMX_USER = "monitor"
+JMX_PASSWORD = "jmx-Secret-42"
+SCRAM_USER = "alice"
+SCRAM_PASSWORD = "alice-Secret-7"
+#: Node ids that say which broker is which in the exporter's `broker` label.
+NODE_IDS = {"3.9.2": 39, "4.4.0": 44}
+#: The exporter's collection interval: short, so that "gone within one cycle" is quick to see.
+INTERVAL_SECONDS = 1.0
+
+#: One exposition sample: (name, sorted labels) -> value.
+Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@dataclass(frozen=True)
+class RealBrokers:
+    clusters: dict[str, KafkaCluster]
+    tls: BrokerTlsMaterial
+
+    def node(self, release: str) -> KafkaNode:
+        return self.clusters[release].node(NODE_IDS[release])
+
+    @staticmethod
+    def cluster_name(release: str) -> str:
+        return f"kafka-{release}"
+
+    def sasl_ssl_properties(self) -> dict[str, str]:
+        """librdkafka's settings (kcat, confluent-kafka) for the SASL_SSL listener."""
+        return {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": SCRAM_USER,
+            "sasl.password": SCRAM_PASSWORD,
+            "ssl.ca.location": str(self.tls.ca_file),
+        }
+
+
+@pytest.fixture(scope="session")
+def real_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealBrokers]:
+    directory = tmp_path_factory.mktemp("real-kafka")
+    (directory / "tls").mkdir()
+    tls = BrokerTlsMaterial(directory / "tls")
+    clusters = {
+        release: KafkaCluster(
+            directory / release,
+            release,
+            first_node_id=NODE_IDS[release],
+            options=NodeOptions(
+                tls=BrokerTls(tls.broker.cert, tls.broker.key),
+                scram_users={SCRAM_USER: SCRAM_PASSWORD},
+                jmx_auth=JmxAuth(JMX_USER, JMX_PASSWORD),
+            ),
+        )
+        for release in RELEASES
+    }
+    start_clusters(*clusters.values())
+    try:
+        yield RealBrokers(clusters, tls)
+    finally:
+        for cluster in clusters.values():
+            cluster.stop()
+
+
+def exporter_config(path: Path, brokers: RealBrokers, jmx_password: str = JMX_PASSWORD) -> Path:
+    """Both brokers, each as a cluster of its own, with the JMX user and ``jmx_password``."""
+    jmx = {"username": JMX_USER, "password": jmx_password}
+
+    def cluster_of(release: str) -> tuple[str, dict[int, str], str]:
+        node = brokers.node(release)
+        return brokers.cluster_name(release), {node.node_id: node.jmx_url}, brokers.clusters[release].bootstrap()
+
+    first, *others = RELEASES
+    return write_config(
+        path,
+        *cluster_of(first),
+        jmx=jmx,
+        more_clusters=[cluster_entry(*cluster_of(release), jmx=jmx) for release in others],
+        interval_seconds=INTERVAL_SECONDS,
+    )
+
+
+@pytest.fixture(scope="module")
+def exporter(real_brokers: RealBrokers, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of `kafka-client-exporter serve` watching both brokers, once it has completed a cycle. Per
+    module: its one-second cycle costs CPU that the rest of a worker's session should not pay."""
+    config = exporter_config(tmp_path_factory.mktemp("real-kafka-exporter") / "exporter.yaml", real_brokers)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with running_exporter(config, port) as daemon:
+
+        def ready() -> bool:
+            if daemon.poll() is not None:
+                raise AssertionError(f"the exporter exited with {daemon.returncode} before it was ready")
+            return _ready(base)
+
+        wait_for(ready, timeout=30, what=f"{base}/readyz answering 200")
+        yield base
+
+
+def _ready(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return str(response.read().decode())
+
+
+def scrape(base: str) -> Series:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(get(f"{base}/metrics"))
+        for sample in family.samples
+    }
+
+
+def samples(series: Series, name: str, **match: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of ``name`` whose labels include ``match``, by their whole label set."""
+    return {
+        labels: value
+        for (sample, labels), value in series.items()
+        if sample == name and all(dict(labels).get(key) == want for key, want in match.items())
+    }
+
+
+def api_clients(base: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(get(f"{base}/api/clients"))
+    return document

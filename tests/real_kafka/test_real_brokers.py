@@ -1,0 +1,226 @@
+"""What a user of the exporter sees of real Kafka brokers (3.9.2 and 4.4.0, one-node KRaft clusters shared by the
+whole module, see conftest.py): each client under its broker and listener with the name and version the broker
+records, gone within a cycle of its disconnect; the brokers' own connections and the exporter's own; each broker's
+release as inferred from its real ApiVersions answer; remote JMX with a password, right and wrong.
+
+One module on purpose: scripts/test.sh keeps a module on one xdist worker (--dist loadscope), so the two brokers and
+the exporter start once, not once per worker that got a piece of them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from exporter import __version__
+from kafka_double.clients import ClientKind, start_client
+from kafka_double.exporter_process import checkout_env
+from real_kafka import RELEASES
+from real_kafka.readiness import PROBE_SOFTWARE_NAME
+from tests.real_kafka.conftest import (
+    INTERVAL_SECONDS,
+    JMX_PASSWORD,
+    JMX_USER,
+    RealBrokers,
+    api_clients,
+    exporter_config,
+    get,
+    samples,
+    scrape,
+)
+from tests.support.status_page import tables_of
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.real_kafka, pytest.mark.slow]
+
+#: What the exporter infers (README, "Broker release inference"): a lower bound, the oldest release whose specs
+#: match; the table holds x.y.0 releases, so 3.9.2 shows as 3.9.0. 4.4.0 advertises ApiVersions v5 (and API keys up
+#: to 94), which no release in the packaged table (up to 4.3.1) defines: unknown until the table knows 4.4.
+INFERRED = {"3.9.2": "3.9.0", "4.4.0": "unknown"}
+
+
+def connections(base: str, **match: str) -> dict[tuple[str, str, str, str], float]:
+    """kafka_client_connections from /metrics as {(broker, listener, name, version): connections}."""
+    out = {}
+    for labels, value in samples(scrape(base), "kafka_client_connections", **match).items():
+        found = dict(labels)
+        key = (found["broker"], found["listener"], found["client_software_name"], found["client_software_version"])
+        out[key] = value
+    return out
+
+
+def recorded_identities(brokers: RealBrokers, release: str) -> set[tuple[str, str]]:
+    """(name, version) pairs the broker itself wrote in its request log for ApiVersions requests."""
+    identities = set()
+    for line in brokers.node(release).logs.request_log.read_text().splitlines():
+        body = json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+        if body["requestHeader"]["requestApiKey"] == 18 and body["requestHeader"]["requestApiVersion"] >= 3:
+            identities.add((body["request"]["clientSoftwareName"], body["request"]["clientSoftwareVersion"]))
+    return identities
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_kcat_appears_as_the_broker_records_it_and_goes_within_a_cycle(
+    real_brokers: RealBrokers, exporter: str, release: str
+) -> None:
+    node = real_brokers.node(release)
+    name, version = f"kcat-on-{release}", "1.4.2-rc1"
+    kcat = start_client(ClientKind.KCAT, node.bootstrap(), software_name=name, software_version=version)
+    with kcat:
+        kcat.wait_ready()
+        wait_for(
+            lambda: (
+                set(connections(exporter, client_software_name=name))
+                == {(str(node.node_id), "PLAINTEXT", name, version)}
+            ),
+            timeout=15,
+            what=f"{name} {version} on broker {node.node_id}'s PLAINTEXT listener in /metrics",
+        )
+        assert min(connections(exporter, client_software_name=name).values()) >= 1
+        assert (name, version) in recorded_identities(real_brokers, release)
+        clients = api_clients(exporter)["clusters"][real_brokers.cluster_name(release)]["clients"]
+        assert [(c["software_version"], c["connections"] >= 1) for c in clients if c["software_name"] == name] == [
+            (version, True)
+        ]
+    closed = time.monotonic()
+    # Kafka keeps the gauge at 0; the exporter drops it at its next cycle.
+    wait_for(
+        lambda: not connections(exporter, client_software_name=name),
+        timeout=15,
+        what=f"{name} gone from /metrics",
+        interval=0.1,
+    )
+    assert time.monotonic() - closed <= 2 * INTERVAL_SECONDS + 1.5, "gone later than the cycle after the disconnect"
+    clients = api_clients(exporter)["clusters"][real_brokers.cluster_name(release)]["clients"]
+    assert name not in {c["software_name"] for c in clients}
+
+
+@pytest.mark.parametrize(
+    ("release", "kind"),
+    [
+        ("3.9.2", ClientKind.KCAT),
+        # kcat's librdkafka 2.0.2 repeats its nonce in SCRAM's final message, which 4.x brokers refuse (RFC 5802's
+        # exact check, restored by CVE-2024-56128's fix; librdkafka fixed it in 2.6.1): confluent-kafka's newer
+        # librdkafka signs in.
+        ("4.4.0", ClientKind.CONFLUENT),
+    ],
+)
+def test_client_on_the_sasl_ssl_listener_appears_under_it(
+    real_brokers: RealBrokers, exporter: str, release: str, kind: ClientKind
+) -> None:
+    node = real_brokers.node(release)
+    properties = real_brokers.sasl_ssl_properties()
+    if kind is ClientKind.KCAT:
+        client = start_client(
+            kind,
+            node.bootstrap("SASL_SSL"),
+            software_name=f"scram-on-{release}",
+            software_version="2.0.1",
+            properties=properties,
+        )
+    else:
+        client = start_client(kind, node.bootstrap("SASL_SSL"), properties=properties)
+    with client:
+        client.wait_ready()
+        name, version = client.expected.software_name, client.expected.software_version
+        wait_for(
+            lambda: (
+                (str(node.node_id), "SASL_SSL", name, version)
+                in connections(exporter, client_software_name=name, listener="SASL_SSL")
+            ),
+            timeout=15,
+            what=f"{name} {version} under SASL_SSL on broker {node.node_id}",
+        )
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_brokers_own_connections_and_the_exporters(real_brokers: RealBrokers, exporter: str, release: str) -> None:
+    node = real_brokers.node(release)
+    broker = str(node.node_id)
+    seen = connections(exporter, broker=broker)
+    # The broker's clients of its own controller (registration and heartbeats, forwarding, ...) are Kafka's Java
+    # client at the broker's own release, on the CONTROLLER listener.
+    own = {key: value for key, value in seen.items() if key[1] == "CONTROLLER"}
+    assert set(own) == {(broker, "CONTROLLER", "apache-kafka-java", release)}
+    assert own[(broker, "CONTROLLER", "apache-kafka-java", release)] >= 1
+    # The exporter's own Kafka-protocol connection (discovery, ApiVersions) announces the exporter.
+    assert seen.get((broker, "PLAINTEXT", "kafka-client-exporter", __version__), 0) >= 1
+    # The readiness probe and every connection's first moments (counted as unknown/unknown until ApiVersions) left
+    # gauges at 0 behind in the broker: none of them is exported.
+    assert not [key for key in seen if key[2] in (PROBE_SOFTWARE_NAME, "unknown")]
+    clients = api_clients(exporter)["clusters"][real_brokers.cluster_name(release)]["clients"]
+    pairs = {(c["software_name"], c["software_version"]) for c in clients}
+    assert {("apache-kafka-java", release), ("kafka-client-exporter", __version__)} <= pairs
+
+
+def test_release_inferred_from_each_brokers_real_api_versions(real_brokers: RealBrokers, exporter: str) -> None:
+    series = scrape(exporter)
+    page = tables_of(get(f"{exporter}/"))
+    for release in RELEASES:
+        node = real_brokers.node(release)
+        cluster = real_brokers.cluster_name(release)
+        info = samples(series, "kafka_broker_release_info", kafka_cluster=cluster, broker=str(node.node_id))
+        assert [dict(labels)["inferred_release"] for labels in info] == [INFERRED[release]], release
+        assert [dict(labels)["host"] for labels in info] == ["127.0.0.1"]
+        [row] = page[f"brokers-{cluster}"]
+        assert (row["broker"], row["release"]) == (str(node.node_id), INFERRED[release])
+
+
+def test_advertised_api_versions_are_the_brokers_own(real_brokers: RealBrokers, exporter: str) -> None:
+    """The ranges on /metrics are what each broker sends: ApiVersions up to v4 on 3.9 and v5 on 4.4, Produce up to
+    v11 and v13, from v0 on both (4.x refuses Produce v0-v2 but still advertises v0, KAFKA-18659)."""
+    series = scrape(exporter)
+    expected = {
+        "3.9.2": {"ApiVersions": (0, 4), "Produce": (0, 11)},
+        "4.4.0": {"ApiVersions": (0, 5), "Produce": (0, 13)},
+    }
+    for release in RELEASES:
+        match = {"kafka_cluster": real_brokers.cluster_name(release), "broker": str(real_brokers.node(release).node_id)}
+        for api, (low, high) in expected[release].items():
+            assert list(samples(series, "kafka_broker_api_version_min", api=api, **match).values()) == [low], (
+                release,
+                api,
+            )
+            assert list(samples(series, "kafka_broker_api_version_max", api=api, **match).values()) == [high], (
+                release,
+                api,
+            )
+
+
+def test_jmx_with_the_password_reads_both_brokers(real_brokers: RealBrokers, exporter: str) -> None:
+    series = scrape(exporter)
+    for release in RELEASES:
+        match = {"kafka_cluster": real_brokers.cluster_name(release), "broker": str(real_brokers.node(release).node_id)}
+        assert list(samples(series, "kafka_client_exporter_up", source="jmx", **match).values()) == [1], release
+
+
+def test_wrong_jmx_password_is_an_authentication_error(real_brokers: RealBrokers, tmp_path: Path) -> None:
+    wrong = "not-" + JMX_PASSWORD
+    config = exporter_config(tmp_path / "exporter.yaml", real_brokers, jmx_password=wrong)
+    run = subprocess.run(
+        [sys.executable, "-m", "exporter", "collect-once", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=checkout_env(),
+    )
+    # Every broker's JMX failed, but its ApiVersions did not: not every poll failed.
+    assert run.returncode == 0, run.stderr
+    for release in RELEASES:
+        node = real_brokers.node(release)
+        cluster = real_brokers.cluster_name(release)
+        labels = f'broker="{node.node_id}",kafka_cluster="{cluster}"'
+        assert f'kafka_client_exporter_up{{{labels},source="jmx"}} 0.0' in run.stdout
+        assert f'kafka_client_exporter_errors_total{{{labels},reason="authentication",source="jmx"}} 1.0' in run.stdout
+        assert f'kafka_client_exporter_up{{{labels},source="api_versions"}} 1.0' in run.stdout
+        assert (
+            f"{cluster}/{node.node_id} (jmx): JMX authentication failed at {node.jmx_url} for user {JMX_USER}"
+            in run.stderr
+        )
+    for secret in (JMX_PASSWORD, wrong):
+        assert secret not in run.stdout + run.stderr
