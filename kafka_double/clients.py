@@ -10,6 +10,10 @@ client runs in a child process so that closing it is a real socket close and not
 * kafkajs: ``node/client.js`` under ``node`` with ``NODE_PATH`` pointing at ``node/node_modules``.
 * Kafka's own Java client (Admin and Producer), 4.3.0 and 3.9.0: ``client_scripts/JavaClient.java``, a single-file
   program, in its own JVM with that release's kafka-clients jar (``kafka_double.kafka_jars``).
+* Old Java clients, kafka-clients 2.8.2, 0.10.2.2 and 0.10.1.1: ``client_scripts/LegacyJavaClient.java`` (a
+  KafkaProducer only: 0.10 has no Admin) sending a record every ``LEGACY_PRODUCE_INTERVAL`` seconds, with the
+  release's own jars (``kafka_jars.legacy_clients_classpath``). 0.10.1.1 never asks ApiVersions, 0.10.2.2 asks v0
+  (so both are ``unknown``) and both produce with Produce v2, which Kafka 4.0 removed (KIP-896).
 
 The script clients print ``READY`` on stdout after bootstrap (ApiVersions + Metadata done) and close cleanly
 when their stdin reaches EOF. ``close()`` closes stdin, waits, and only then terminates/kills.
@@ -37,9 +41,10 @@ from types import TracebackType
 from typing import IO, Self
 
 from .java_program import java_program_args
-from .kafka_jars import KafkaJarsMissing, kafka_clients_classpath
+from .kafka_jars import KafkaJarsMissing, kafka_clients_classpath, legacy_clients_classpath
 
 __all__ = [
+    "LEGACY_JAVA_RELEASES",
     "UNKNOWN",
     "ClientError",
     "ClientKind",
@@ -56,6 +61,10 @@ __all__ = [
 _PKG_DIR = Path(__file__).resolve().parent
 PYTHON_CLIENT_SCRIPT = _PKG_DIR / "client_scripts" / "python_client.py"
 JAVA_CLIENT_SOURCE = _PKG_DIR / "client_scripts" / "JavaClient.java"
+LEGACY_JAVA_CLIENT_SOURCE = _PKG_DIR / "client_scripts" / "LegacyJavaClient.java"
+#: Seconds between two records of a legacy Java client: steady traffic of old request versions for the broker's
+#: deprecated-request meter, as an old application's producer would send.
+LEGACY_PRODUCE_INTERVAL = 2.0
 #: Small and quick to start: a client JVM holds a few connections and sends a handful of requests. Measured here
 #: (JDK 17, 2 cores, source compiled at each start): READY about 0.8 s after exec, about 112 MiB RSS per JVM.
 JAVA_CLIENT_OPTIONS = ("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k")
@@ -79,10 +88,19 @@ class ClientKind(StrEnum):
     KAFKAJS = "kafkajs"
     JAVA = "apache-kafka-java"  # kafka-clients 4.3.0
     JAVA_3_9 = "apache-kafka-java-3.9"  # kafka-clients 3.9.0
+    JAVA_2_8 = "apache-kafka-java-2.8"  # kafka-clients 2.8.2, LegacyJavaClient.java
+    JAVA_0_10_2 = "apache-kafka-java-0.10.2"  # kafka-clients 0.10.2.2, LegacyJavaClient.java
+    JAVA_0_10_1 = "apache-kafka-java-0.10.1"  # kafka-clients 0.10.1.1, LegacyJavaClient.java
 
 
 #: The kafka-clients release each Java kind runs.
 JAVA_RELEASES = {ClientKind.JAVA: "4.3.0", ClientKind.JAVA_3_9: "3.9.0"}
+#: The old kafka-clients release each legacy Java kind runs (a producer only).
+LEGACY_JAVA_RELEASES = {
+    ClientKind.JAVA_2_8: "2.8.2",
+    ClientKind.JAVA_0_10_2: "0.10.2.2",
+    ClientKind.JAVA_0_10_1: "0.10.1.1",
+}
 
 
 @dataclass(frozen=True)
@@ -158,6 +176,11 @@ def expected_identity(
     if kind in JAVA_RELEASES:
         # ApiVersionsRequest.Builder's defaults: "apache-kafka-java" and AppInfoParser's version (JavaClient.java).
         return ExpectedIdentity("apache-kafka-java", JAVA_RELEASES[kind])
+    if kind is ClientKind.JAVA_2_8:
+        # KIP-511's client side is in kafka-clients since 2.4: 2.8.2 sends ApiVersions v3 with the same defaults as
+        # the newer releases, which a real 3.9.2 or 4.4.0 broker records (tests/real_kafka/test_real_clients.py).
+        return ExpectedIdentity("apache-kafka-java", LEGACY_JAVA_RELEASES[kind])
+    # 0.10.2.2 sends ApiVersions v0 and 0.10.1.1 none at all: the broker never learns a name or version.
     # aiokafka sends ApiVersions v0 and kafkajs v2: neither body carries a name/version.
     return UNKNOWN
 
@@ -192,6 +215,14 @@ def missing_reason(kind: ClientKind) -> str | None:
         except KafkaJarsMissing as missing:
             return str(missing)
         return None
+    if kind in LEGACY_JAVA_RELEASES:
+        if shutil.which("java") is None:
+            return "java is not on PATH (apt-get install openjdk-17-jdk-headless)"
+        try:
+            legacy_clients_classpath(LEGACY_JAVA_RELEASES[kind])
+        except KafkaJarsMissing as missing:
+            return str(missing)
+        return None
     module = _PYTHON_MODULES[kind]
     # The client script runs under this same interpreter, so importable here means importable there.
     if importlib.util.find_spec(module) is None:
@@ -199,9 +230,14 @@ def missing_reason(kind: ClientKind) -> str | None:
     return None
 
 
-def available_kinds() -> list[ClientKind]:
-    """The client kinds installed on this machine, in enum order."""
-    return [kind for kind in ClientKind if missing_reason(kind) is None]
+def available_kinds(*, legacy: bool = False) -> list[ClientKind]:
+    """The client kinds installed on this machine, in enum order; the legacy Java kinds only with ``legacy``.
+
+    Callers start every kind this returns against one broker and expect each to bootstrap (the double's mixes, the
+    request-log oracle, the samples): 0.10's Produce v2 is refused by any 4.x broker, and every legacy kind keeps
+    producing, so they are asked for by name or with ``legacy=True``."""
+    wanted = [kind for kind in ClientKind if legacy or kind not in LEGACY_JAVA_RELEASES]
+    return [kind for kind in wanted if missing_reason(kind) is None]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -389,7 +425,7 @@ def start_client(
         raise ValueError(f"software_name/software_version can only be chosen for kcat, not {kind.value}")
     if properties and kind in (ClientKind.AIOKAFKA, ClientKind.KAFKAJS):
         raise ValueError(
-            f"properties can be given to kcat, confluent-kafka, kafka-python and the Java client, not {kind.value}"
+            f"properties can be given to kcat, confluent-kafka, kafka-python and the Java clients, not {kind.value}"
         )
     extra = [f"{key}={value}" for key, value in (properties or {}).items()]
     expected = expected_identity(kind, software_name, software_version)
@@ -411,6 +447,16 @@ def start_client(
         classpath = kafka_clients_classpath(JAVA_RELEASES[kind])
         argv = ["java", *JAVA_CLIENT_OPTIONS, *java_program_args(JAVA_CLIENT_SOURCE, classpath), "both", bootstrap]
         argv += ["--timeout", str(bootstrap_timeout)]
+        if client_id is not None:
+            argv += ["--client-id", client_id]
+        for key, value in (properties or {}).items():
+            argv += ["--property", f"{key}={value}"]
+        return RealClient(kind, argv, expected)
+
+    if kind in LEGACY_JAVA_RELEASES:
+        classpath = legacy_clients_classpath(LEGACY_JAVA_RELEASES[kind])
+        argv = ["java", *JAVA_CLIENT_OPTIONS, *java_program_args(LEGACY_JAVA_CLIENT_SOURCE, classpath), bootstrap]
+        argv += ["--timeout", str(bootstrap_timeout), "--interval", str(LEGACY_PRODUCE_INTERVAL)]
         if client_id is not None:
             argv += ["--client-id", client_id]
         for key, value in (properties or {}).items():

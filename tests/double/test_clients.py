@@ -26,6 +26,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka_double.clients import (
     JAVA_CLIENT_OPTIONS,
     JAVA_CLIENT_SOURCE,
+    LEGACY_JAVA_RELEASES,
     UNKNOWN,
     ClientError,
     ClientKind,
@@ -77,6 +78,9 @@ def test_expected_identities_come_from_installed_versions() -> None:
         assert expected_identity(ClientKind.KCAT) == ExpectedIdentity("librdkafka", kcat_librdkafka_version())
     assert expected_identity(ClientKind.JAVA) == ExpectedIdentity("apache-kafka-java", "4.3.0")
     assert expected_identity(ClientKind.JAVA_3_9) == ExpectedIdentity("apache-kafka-java", "3.9.0")
+    assert expected_identity(ClientKind.JAVA_2_8) == ExpectedIdentity("apache-kafka-java", "2.8.2")
+    assert expected_identity(ClientKind.JAVA_0_10_2) == UNKNOWN
+    assert expected_identity(ClientKind.JAVA_0_10_1) == UNKNOWN
 
 
 def test_software_identity_only_for_kcat() -> None:
@@ -85,7 +89,8 @@ def test_software_identity_only_for_kcat() -> None:
 
 
 def test_available_kinds_is_consistent_with_missing_reason() -> None:
-    assert available_kinds() == [k for k in ClientKind if missing_reason(k) is None]
+    assert available_kinds(legacy=True) == [k for k in ClientKind if missing_reason(k) is None]
+    assert available_kinds() == [k for k in available_kinds(legacy=True) if k not in LEGACY_JAVA_RELEASES]
 
 
 # ---------------------------------------------------------------------------------------------------------
