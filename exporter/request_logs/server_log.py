@@ -6,8 +6,12 @@ two ERROR events in ``server.log`` (Apache Kafka 4.0.0-4.3.0, ``core/src/main/sc
 at 4.3.0 ``a9ce3221537b``: ``Processor.parseRequestHeader`` lines 775-784 throws, ``processChannelException`` line
 927 logs "Closing socket for <connection id> because of error" with the exception, then ``processException`` logs
 "Exception while processing request from <connection id>"; the same lines at 4.0.0 ``4ae681446f18``: 801-810, 951,
-1074). The logger prefix is the socket server's log context (line 89). Kafka's ``ApiException`` keeps no stack trace
-(``ApiException.java:47``), so the exception is one line after the message. The first event of each rejection is read.
+1074). The message has no logger prefix: ``Processor`` mixes in ``Logging`` without setting ``logIdent`` (only
+``SocketServer`` itself sets the ``[SocketServer listenerType=..., nodeId=...]`` log context, line 91), and a real 4.4.0
+broker writes ``ERROR Closing socket for <connection id> because of error (kafka.network.Processor)``
+(tests/real_kafka/test_real_legacy_clients.py); a line with that prefix is still read, its node id kept. Kafka's
+``ApiException`` keeps no stack trace (``ApiException.java:47``), so the exception is one line after the message. The
+first event of each rejection is read.
 
 Events, not lines: ``config/log4j2.yaml``'s ``[%d] %p %m (%c)%n`` starts every event with ``[`` on a new line, so the
 files are read with ``\\n[`` as the record separator and an event keeps its exception line.
@@ -28,10 +32,11 @@ EVENT_SEPARATOR = "\n["
 CLOSING = "Closing socket for "
 
 #: One rejection event (its leading ``[`` is the previous record's separator, except in a file's first event).
-#: Groups: 1 time, 2 listener type, 3 node id, 4 connection id, 5 exception class, 6 message, 7 API key,
-#: 8 API name (``ApiKeys.name``, the message name: ``Produce``, as in the request metrics), 9 version.
+#: Groups: 1 time, 2 listener type, 3 node id (both empty without the prefix, as real brokers write it), 4 connection
+#: id, 5 exception class, 6 message, 7 API key, 8 API name (``ApiKeys.name``, the message name: ``Produce``, as in the
+#: request metrics), 9 version.
 REJECTION = (
-    r"^\[?" + lf.TIMESTAMP_GROUP + r"\] ERROR \[SocketServer listenerType=([A-Z_]+), nodeId=(-?\d+)\] "
+    r"^\[?" + lf.TIMESTAMP_GROUP + r"\] ERROR (?:\[SocketServer listenerType=([A-Z_]+), nodeId=(-?\d+)\] )?"
     r"Closing socket for (\S+) because of error \(kafka\.network\.Processor\)\r?\n"
     r"org\.apache\.kafka\.common\.errors\.(UnsupportedVersionException|InvalidRequestException): "
     r"(Received request for (?:disabled )?api with key (-?\d+) \(([A-Za-z]+)\) and (?:unsupported )?version (-?\d+))"
@@ -113,7 +118,7 @@ def parse_rejections(events: DataFrame) -> DataFrame:
     return candidates.where(F.col("connection") != "").select(
         ts.alias("time"),
         F.col("file").alias("broker_file"),
-        F.col("node_id").cast("int").alias("node_id"),
+        F.nullif(F.col("node_id"), F.lit("")).cast("int").alias("node_id"),
         F.nullif(F.regexp_extract("connection", lf.CONNECTION, 1), F.lit("")).alias("source_host"),
         "connection",
         F.col("api_key").cast("int").alias("api_key"),
