@@ -51,7 +51,9 @@ log = logging.getLogger("kafka_double")
 MAX_REQUEST_BYTES = 104857600
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
-# connection.failed.authentication.delay.ms default: the client reads the error before the close.
+# connection.failed.authentication.delay.ms default. Kafka's Selector mutes the channel for that long and only then
+# sends the SASL_AUTHENTICATION_FAILED answer and closes at once (Selector.handleCloseOnAuthenticationFailure), so the
+# answer and the close reach the client together.
 FAILED_AUTHENTICATION_DELAY = 0.1
 
 
@@ -71,7 +73,7 @@ class _Dispatched:
     response: ApiMessage | None
     api_name: str
     close_after: bool = False  # Kafka closes the connection once this response is sent
-    close_delay: float = 0.0  # ... and waits this long first (connection.failed.authentication.delay.ms)
+    close_delay: float = 0.0  # ... and waits this long before sending it (connection.failed.authentication.delay.ms)
     logged: bool = True  # the SASL exchange runs in the authenticator, outside the request log
 
 
@@ -250,12 +252,12 @@ class BrokerServer:
             return False
         request, response, api_name = dispatched.request, dispatched.response, dispatched.api_name
         handled = time.monotonic()
+        if dispatched.close_delay:
+            await asyncio.sleep(dispatched.close_delay)
         if response is not None:
             writer.write(encode_response(response, req.correlation_id))
             await writer.drain()
         sent = time.monotonic()
-        if dispatched.close_delay:
-            await asyncio.sleep(dispatched.close_delay)
         if not dispatched.logged:
             return not dispatched.close_after
         if self.release.deprecated_metrics and self.release.is_deprecated(req.api_key, req.api_version):

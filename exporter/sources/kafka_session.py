@@ -26,9 +26,13 @@ from kafka.net.selector import NetworkSelector
 
 from exporter import __version__
 from exporter.config.settings import ClusterConfig
+from exporter.sources import kafka_transport
 from exporter.sources.base import Reason, SourceError
 
 log = logging.getLogger(__name__)
+
+# Before any connection: a wrong password must read as the broker's answer, not as a lost connection.
+kafka_transport.apply()
 
 SOFTWARE_NAME = "kafka-client-exporter"
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (docs/kafka-facts/protocol.md#software-name-pattern): anything
