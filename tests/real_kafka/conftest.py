@@ -3,12 +3,16 @@ per test session (per xdist worker) and shared by the tests, which only read the
 watching both, with a one-second cycle.
 
 Each broker: PLAINTEXT, SASL_SSL (SCRAM-SHA-512, a CA of the session's own) and CONTROLLER listeners on 127.0.0.1,
-remote JMX with a password. Tests use client software names of their own, so they never see each other's clients.
+remote JMX with a password, and a request log that log4j rolls at ``REQUEST_LOG_MAX_BYTES`` (read every file of it
+with ``RealBrokers.request_log``). Tests use client software names of their own, so they never see each other's
+clients; clients that cannot choose theirs (``unknown``, ``apache-kafka-java``) are closed before a test ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -33,6 +37,12 @@ SCRAM_PASSWORD = "alice-Secret-7"
 NODE_IDS = {"3.9.2": 39, "4.4.0": 44}
 #: The exporter's collection interval: short, so that "gone within one cycle" is quick to see.
 INTERVAL_SECONDS = 1.0
+#: Where log4j rolls each broker's kafka-request.log, and how many rolled files it keeps. Large enough that the
+#: session's ordinary traffic (heartbeats, a few dozen clients) seldom rolls it under a test that reads the active
+#: file alone, small enough that test_real_inventory rolls it on purpose with a second of filler requests.
+REQUEST_LOG_MAX_BYTES = 1024 * 1024
+REQUEST_LOG_BACKUPS = 10
+_REQUEST_LINE = re.compile(r"Completed request:(\{.*\}) \(kafka\.request\.logger\)$")
 
 #: One exposition sample: (name, sorted labels) -> value.
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -50,6 +60,25 @@ class RealBrokers:
     def cluster_name(release: str) -> str:
         return f"kafka-{release}"
 
+    def request_log_files(self, release: str) -> list[Path]:
+        """The broker's request log files, oldest first: log4j's rolled ``kafka-request.log.N`` (the highest N is
+        the oldest, in both log4j 1 and the log4j2 configuration of real_kafka.log4j), then the active file."""
+        active = self.node(release).logs.request_log
+        rolled = [path for path in active.parent.glob(f"{active.name}.*") if path.suffix[1:].isdigit()]
+        return [*sorted(rolled, key=lambda path: -int(path.suffix[1:])), active]
+
+    def request_log(self, release: str) -> list[dict[str, Any]]:
+        """Every request the broker logged, as its JSON body (``requestHeader``, ``request``, ``connection``,
+        ``principal``, ``listener``, ``clientInformation`` ...), oldest first, across the rolled files. A line
+        being written (no end yet) is left out."""
+        entries = []
+        for path in self.request_log_files(release):
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                match = _REQUEST_LINE.search(line)
+                if match is not None:
+                    entries.append(json.loads(match.group(1)))
+        return entries
+
     def sasl_ssl_properties(self) -> dict[str, str]:
         """librdkafka's settings (kcat, confluent-kafka) for the SASL_SSL listener."""
         return {
@@ -58,6 +87,20 @@ class RealBrokers:
             "sasl.username": SCRAM_USER,
             "sasl.password": SCRAM_PASSWORD,
             "ssl.ca.location": str(self.tls.ca_file),
+        }
+
+    def java_sasl_ssl_properties(self) -> dict[str, str]:
+        """Kafka's Java client's settings (JavaClient.java, LegacyJavaClient.java on 2.8) for the SASL_SSL
+        listener: the session's CA as a PEM trust store (2.7+)."""
+        return {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";'
+            ),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.tls.ca_file),
         }
 
 
@@ -75,6 +118,8 @@ def real_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealBroke
                 tls=BrokerTls(tls.broker.cert, tls.broker.key),
                 scram_users={SCRAM_USER: SCRAM_PASSWORD},
                 jmx_auth=JmxAuth(JMX_USER, JMX_PASSWORD),
+                request_log_max_bytes=REQUEST_LOG_MAX_BYTES,
+                request_log_backups=REQUEST_LOG_BACKUPS,
             ),
         )
         for release in RELEASES
@@ -110,6 +155,13 @@ def exporter(real_brokers: RealBrokers, tmp_path_factory: pytest.TempPathFactory
     """The base URL of `kafka-client-exporter serve` watching both brokers, once it has completed a cycle. Per
     module: its one-second cycle costs CPU that the rest of a worker's session should not pay."""
     config = exporter_config(tmp_path_factory.mktemp("real-kafka-exporter") / "exporter.yaml", real_brokers)
+    with serving(config) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def serving(config: Path) -> Iterator[str]:
+    """`kafka-client-exporter serve` with ``config`` on a free loopback port: its base URL once /readyz answers."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with running_exporter(config, port) as daemon:
