@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# The main job: broker double + real clients + exporter. Ctrl-C stops everything.
+# The main job: Apache Kafka's own brokers mid-upgrade (--double: the broker double) + real clients + exporter +
+# inventory job + Prometheus. Ctrl-C stops everything.
 set -euo pipefail
+# The demo reports how long after this command its first live series was served, set-up included.
+KCE_DEMO_STARTED=$(date +%s.%N)
+export KCE_DEMO_STARTED
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m kafka_double.demo "$@"
+exec .venv/bin/python -m demo "$@"

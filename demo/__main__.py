@@ -1,0 +1,125 @@
+"""The README's main job: the demo scenario with the exporter watching it and Prometheus evaluating the shipped
+alerts. By default on Apache Kafka's own brokers (real_kafka/demo_scenario.py: one KRaft cluster in the middle of a
+rolling upgrade from 3.9.2 to 4.4.0); with --double on the broker double (kafka_double/demo_scenario.py).
+
+Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m demo` from the repository root
+(neither the demo nor the brokers' launcher is installed with the exporter).
+Ctrl-C (or SIGTERM) stops Prometheus, the inventory job, the exporter, the clients and the brokers, each by its pid;
+nothing is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from demo.common import Interrupted, RunningDemo, port_free
+from kafka_double.ports import free_port
+
+#: Set by scripts/demo.sh before its set-up step (seconds since the epoch): the clock of the first live series
+#: starts when the command does, not when Python does.
+STARTED_ENV = "KCE_DEMO_STARTED"
+
+
+def _started_at() -> float:
+    try:
+        return float(os.environ[STARTED_ENV])
+    except (KeyError, ValueError):
+        return time.time()
+
+
+def main(argv: list[str] | None = None) -> int:
+    started_at = _started_at()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--double",
+        action="store_true",
+        help="run the broker double (emulated 4.1.0 and 3.9.0 brokers) instead of Apache Kafka's own brokers",
+    )
+    parser.add_argument("--port", type=int, default=9784, help="exporter port (a free one if taken)")
+    parser.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus port (a free one if taken)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path("demo-data"),
+        help="where the exporter config, the brokers (their storage and logs), the inventory and Prometheus' data go",
+    )
+    parser.add_argument(
+        "--no-inventory",
+        action="store_true",
+        help="do not run the inventory job (Spark) over the brokers' request logs",
+    )
+    parser.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+    port = args.port if port_free(args.port) else free_port()
+    prometheus_port = args.prometheus_port if port_free(args.prometheus_port) else free_port()
+    inventory, prometheus = not args.no_inventory, not args.no_prometheus
+    scenario: contextlib.AbstractContextManager[RunningDemo]
+    if args.double:
+        # Imported here: each scenario imports only its own brokers' code.
+        from kafka_double.demo_scenario import running_demo
+
+        scenario = running_demo(
+            args.data_dir, port, inventory=inventory, prometheus=prometheus, prometheus_port=prometheus_port
+        )
+    else:
+        from real_kafka.demo_scenario import running_real_demo
+
+        scenario = running_real_demo(
+            args.data_dir,
+            port,
+            inventory=inventory,
+            prometheus=prometheus,
+            prometheus_port=prometheus_port,
+            stop=stop,
+            started_at=started_at,
+        )
+    try:
+        with scenario as demo:
+            _summary(demo, args.data_dir, started_at)
+            while not stop.is_set() and demo.exporter.poll() is None:
+                stop.wait(0.5)
+    except Interrupted:
+        print("demo: interrupted while starting; everything it had started is stopped")
+        return 130
+    print("demo: stopped")
+    return 0
+
+
+def _summary(demo: RunningDemo, data_dir: Path, started_at: float) -> None:
+    print()
+    for line in demo.brokers:
+        print(line)
+    print(f"demo: the exporter is live at {demo.exporter_url}/ (metrics at /metrics, JSON at /api/clients)")
+    print(f"demo: try  curl -s {demo.exporter_url}/metrics | grep ^kafka_client_connections")
+    if demo.prometheus_url:
+        print(
+            f"demo: Prometheus at {demo.prometheus_url}/alerts with the shipped rules: within a minute or two "
+            "the client-version and upgrade-blocker alerts are pending (they fire after their `for`)"
+        )
+    if demo.inventory:
+        print(
+            "demo: the inventory job (Spark, about half a minute) is reading the brokers' request logs; then "
+            "clientIds, principals and hosts show under each version on / and as kafka_client_identity_info "
+            f"(log: {demo.inventory.log_file})"
+        )
+    if demo.late_client is not None and demo.inventory:
+        print(
+            f"demo: once it has run, one more client ({demo.late_client.kind.value}, clientId "
+            f"{demo.late_client.client_id}) connects: live, but not in the inventory until the job's next run"
+        )
+    print(f"demo: started in {time.time() - started_at:.1f} s; files in {data_dir}; press Ctrl-C to stop everything\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,304 @@
+"""What the demo's two scenarios share (real Kafka's, real_kafka/demo_scenario.py, and the double's,
+kafka_double/demo_scenario.py): the story's names, the inventory job run once in the background, a client that
+connects only once that job has run, the exporter's readiness, the first live series' clock, and waits that Ctrl-C
+ends at once."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from kafka_double.client_metrics import Subscription
+from kafka_double.clients import ClientError, ClientKind, ClientSpec, RealClient, available_kinds, start_client
+from kafka_double.exporter_process import REPO_ROOT, checkout_env
+
+__all__ = [
+    "CLUSTER",
+    "LEGACY_CLIENT_ID",
+    "POLICY",
+    "RULES",
+    "SUBSCRIPTION",
+    "FirstSeries",
+    "Interrupted",
+    "InventoryJob",
+    "LateClient",
+    "RunningDemo",
+    "installed",
+    "interruptible",
+    "port_free",
+    "wait_exporter_ready",
+]
+
+CLUSTER = "demo"
+POLICY = REPO_ROOT / "kafka_double" / "demo_policy.yaml"
+RULES = REPO_ROOT / "alerts" / "kafka-client-exporter.rules.yaml"
+SUBSCRIPTION = Subscription(
+    "producer-telemetry",
+    metrics=("org.apache.kafka.producer.",),
+    interval_ms=60000,
+    match=("client_software_name=apache-kafka-java",),
+)
+#: The clientId of the client an upgrade to 4.0 would break, which the inventory names behind the blocker.
+LEGACY_CLIENT_ID = "legacy-billing-producer"
+
+T = TypeVar("T")
+
+
+class Interrupted(Exception):
+    """Ctrl-C (or SIGTERM) arrived while the demo was starting."""
+
+
+def interruptible(wait: Callable[[], T], stop: threading.Event | None, poll: float = 0.2) -> T:
+    """``wait()``'s result; with ``stop`` (set by the signal handler), ``wait`` runs on a thread of its own and the
+    caller returns Interrupted as soon as ``stop`` is set. Only waits go through here, never starts: whatever the
+    abandoned thread waits on is stopped by the caller's clean-up (by pid), which ends the thread too. Raising in the
+    signal handler instead could land between a process' start and the line that records its pid."""
+    if stop is None:
+        return wait()
+    if stop.is_set():
+        raise Interrupted
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(wait())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="demo-wait", daemon=True).start()
+    while not wait_futures([future], timeout=poll).done:
+        if stop.is_set():
+            raise Interrupted
+    return future.result()
+
+
+def port_free(port: int) -> bool:
+    try:
+        socket.create_server(("127.0.0.1", port)).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_exporter_ready(url: str, exporter: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if exporter.poll() is not None:
+            raise RuntimeError(f"the exporter exited with code {exporter.returncode}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as response:
+            if response.status == 200:
+                return
+        time.sleep(0.3)
+    raise RuntimeError(f"the exporter was not ready at {url} within {timeout:.0f} s")
+
+
+def installed(specs: list[ClientSpec], say: Callable[[str], None]) -> list[ClientSpec]:
+    """The specs whose client is installed here; each scenario places its legacy clients itself."""
+    kinds = set(available_kinds(legacy=True))
+    keep = [s for s in specs if (s[0] if isinstance(s, tuple) else s) in kinds]
+    for spec in specs:
+        if spec not in keep:
+            say(f"demo: skipping {spec}: not installed here (run scripts/setup.sh)")
+    return keep
+
+
+class FirstSeries:
+    """Polls the exporter's /metrics until it serves a ``kafka_client_connections`` series, and says how long after
+    the command (``started_at``, a time.time()) that was: the number a newcomer waits for."""
+
+    def __init__(self, metrics_url: str, started_at: float, say: Callable[[str], None]) -> None:
+        self._url, self._started_at, self._say = metrics_url, started_at, say
+        self.seconds: float | None = None
+        self.seen = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="first-series", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(OSError), urllib.request.urlopen(self._url, timeout=2) as response:
+                if any(line.startswith(b"kafka_client_connections{") for line in response):
+                    self.seconds = time.time() - self._started_at
+                    self.seen.set()
+                    self._say(f"demo: first live series on {self._url} {self.seconds:.1f} s after the command")
+                    return
+            self._stop.wait(0.25)
+
+
+class InventoryJob:
+    """`kafka-client-exporter inventory --incremental` over the brokers' request logs, once, in the background.
+
+    The exporter starts meanwhile and picks the publication up on its next cycle, so the live series show at once
+    and who runs them about half a minute later. Its output goes to a log file; a failed run leaves the live series
+    as they are (the status page says why there is no inventory).
+    """
+
+    def __init__(self, logs: Path, output: Path, log_file: Path, say: Callable[[str], None]) -> None:
+        self.output, self.log_file, self._say = output, log_file, say
+        self.command = [
+            sys.executable,
+            "-m",
+            "exporter",
+            "inventory",
+            "--incremental",
+            "--input",
+            str(logs),
+            "--output",
+            str(output),
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            "spark.ui.enabled=false",
+        ]
+        self.returncode: int | None = None
+        self.done = threading.Event()
+        self._process: subprocess.Popen | None = None
+        self._thread = threading.Thread(target=self._run, name="inventory-job", daemon=True)
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # a stop never misses a job starting at the same moment
+        self._after = 0.0
+
+    def start(self, after_seconds: float) -> None:
+        self._after = after_seconds
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._run_once()
+        finally:
+            self.done.set()
+
+    def _run_once(self) -> None:
+        # The clients' first requests must be in the logs before the job reads them.
+        if self._stopping.wait(self._after):
+            return
+        # Spark binds to the machine's other address unless told otherwise.
+        env = checkout_env(dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+        with self.log_file.open("w", encoding="utf-8") as log:
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                self._process = subprocess.Popen(
+                    self.command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                )
+            self.returncode = self._process.wait()
+        if self._stopping.is_set():
+            return
+        if self.returncode == 0:
+            self._say(
+                "demo: the inventory job read the request logs: who runs each live version is on the status page "
+                f"(its output: {self.output})"
+            )
+        else:
+            lines = self.log_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            self._say(
+                f"demo: the inventory job failed (exit {self.returncode}): {lines[-1] if lines else 'no output'}; "
+                f"see {self.log_file}. The live series go on without it."
+            )
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping.set()
+        if self._process is not None and self._process.poll() is None:
+            # Its own session: the Spark JVM goes with the Python driver.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGTERM)
+            try:
+                self._process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait()
+
+
+class LateClient:
+    """A client that first connects once the inventory job has run (at once without a job): its version is live but
+    in no publication yet, which the status page and the dashboard's "Connected versions not in the inventory" show
+    until the job's next run."""
+
+    def __init__(
+        self,
+        kind: ClientKind,
+        bootstrap: str,
+        client_id: str,
+        job: InventoryJob | None,
+        say: Callable[[str], None],
+    ) -> None:
+        self.kind, self._bootstrap, self.client_id, self._job, self._say = kind, bootstrap, client_id, job, say
+        self.client: RealClient | None = None
+        self.connected = threading.Event()
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # a stop never misses a client starting at the same moment
+        self._thread = threading.Thread(target=self._run, name="late-client", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._job is not None:
+            while not self._job.done.wait(0.5):
+                if self._stopping.is_set():
+                    return
+            if self._job.returncode != 0:
+                return
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            try:
+                self.client = start_client(self.kind, self._bootstrap, client_id=self.client_id)
+            except (ClientError, OSError) as exc:
+                self._say(f"demo: the late client {self.kind.value} did not start: {exc}")
+                return
+        try:
+            self.client.wait_ready(60)
+        except ClientError as exc:
+            if not self._stopping.is_set():
+                self._say(f"demo: the late client {self.kind.value} did not connect: {exc}")
+            return
+        self.connected.set()
+        identity = self.client.expected
+        self._say(
+            f"demo: {identity.software_name} {identity.software_version} ({self.client_id}) connected after the "
+            "inventory job ran: the status page and the dashboards list it as not in the inventory"
+        )
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping.set()
+        if self.client is not None:
+            self.client.close()
+
+
+@dataclass
+class RunningDemo:
+    """A started scenario, whichever brokers it runs on."""
+
+    #: True on Apache Kafka's own brokers, False on the broker double.
+    real_kafka: bool
+    #: What the summary says about the brokers: real or emulated, releases, roles, addresses.
+    brokers: list[str]
+    exporter: subprocess.Popen
+    exporter_url: str
+    prometheus_url: str | None
+    inventory: InventoryJob | None
+    first_series: FirstSeries | None = None
+    late_client: LateClient | None = None
