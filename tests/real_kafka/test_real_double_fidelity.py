@@ -218,9 +218,7 @@ def deprecated_meters(beans: list[tuple[str, str, Any]]) -> dict[tuple[tuple[str
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_client_gauges_have_the_same_object_names(
-    connected: dict[str, dict[str, Side]], release: str
-) -> None:
+def test_client_gauges_have_the_same_object_names(connected: dict[str, dict[str, Side]], release: str) -> None:
     pair = connected[release]
 
     def same() -> bool:
