@@ -3,16 +3,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/ruff check .
-.venv/bin/ruff format --check .
-.venv/bin/mypy
+
+# Lint and type check beside the tests (they use one core for a few seconds; the tests mostly wait); their output is
+# printed after the tests' and fails the run as before.
+lint_log=$(mktemp)
+trap 'rm -f "$lint_log"' EXIT
+{ .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy; } >"$lint_log" 2>&1 &
+lint_pid=$!
+
 set +e
 # Four workers on two cores: most of the suite waits on JVMs, Spark, brokers and collection cycles. A module's tests
-# stay on one worker (--dist loadscope), so its module-scoped fixtures (a cluster, an image, a broker) start once.
-# The 25 slowest tests are printed to show where the time goes; arguments given here come last and win (-n 0: serial).
-.venv/bin/python -m pytest -n 4 --dist loadscope --durations=25 "$@"
+# stay on one worker (--dist loadscope), so its module-scoped fixtures (a cluster, an image, a broker) start once;
+# modules start longest first (tests/conftest.py), not most tests first. The 25 slowest tests are printed to show
+# where the time goes; arguments given here come last and win (-n 0: serial).
+.venv/bin/python -m pytest -n 4 --dist loadscope --no-loadscope-reorder --durations=25 "$@"
 rc=$?
+wait "$lint_pid"
+lint_rc=$?
 set -e
+cat "$lint_log"
+if [ "$lint_rc" -ne 0 ]; then
+  echo "test.sh: ruff or mypy failed (above)" >&2
+  exit 1
+fi
 if [ "$rc" -eq 5 ]; then
   echo "test.sh: pytest collected no tests; that is a failure here" >&2
   exit 1

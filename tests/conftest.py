@@ -41,3 +41,38 @@ def silent_port() -> Iterator[int]:
     for conn in accepted:
         conn.close()
     server.close()
+
+
+# ---------------------------------------------------------------------------------------------- parallel runs
+# scripts/test.sh runs the suite on pytest-xdist workers, a module per unit of work (--dist loadscope), so a module's
+# fixtures start once. Two refinements:
+# - every module under tests/real_kafka/ is one unit: they share the session's real brokers, which would otherwise
+#   start again on each worker that got one of those modules;
+# - units start longest first, so that no long one is left to start at the end while the other workers are idle:
+#   the real brokers' unit, then every module with slow tests, then the rest, each group in collection order.
+#   (xdist's own --loadscope-reorder sorts by the number of tests, which puts the unit tests first; test.sh turns
+#   it off.)
+_REAL_KAFKA = "tests/real_kafka"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RealBrokersShareOneUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(f"{_REAL_KAFKA}/"):
+                return _REAL_KAFKA
+            return str(super()._split_scope(nodeid))
+
+    return RealBrokersShareOneUnit(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def start_rank(item: pytest.Item) -> int:
+        if item.nodeid.startswith(f"{_REAL_KAFKA}/"):
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=start_rank)  # stable: collection order within each rank
