@@ -39,8 +39,8 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.real_kafka, pytest.mark.slow]
 
 #: What the exporter infers (README, "Broker release inference"): a lower bound, the oldest release whose specs
-#: match; the table holds x.y.0 releases, so 3.9.2 shows as 3.9.0. 4.4.0 advertises ApiVersions v5 (and API keys up
-#: to 94), which no release in the packaged table (up to 4.3.1) defines: unknown until the table knows 4.4.
+#: match. 3.9.2 advertises the same ranges as 3.9.0, so it shows as 3.9.0; 4.4.0 is the first release with
+#: ApiVersions v5 and API keys up to 94, so it shows as itself.
 INFERRED = {"3.9.2": "3.9.0", "4.4.0": "4.4.0"}
 
 
