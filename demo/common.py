@@ -276,10 +276,11 @@ class LateClient:
             return
         self.connected.set()
         identity = self.client.expected
-        self._say(
-            f"demo: {identity.software_name} {identity.software_version} ({self.client_id}) connected after the "
-            "inventory job ran: the status page and the dashboards list it as not in the inventory"
-        )
+        if self._job is not None:
+            self._say(
+                f"demo: {identity.software_name} {identity.software_version} ({self.client_id}) connected after the "
+                "inventory job ran: the status page and the dashboards list it as not in the inventory"
+            )
 
     def stop(self) -> None:
         with self._lock:

@@ -260,9 +260,11 @@ def running_real_demo(
         cluster.begin_format()
         interruptible(cluster.finish_format, stop)
         cluster.launch()
-        interruptible(cluster.wait_ready, stop)
-        for line in cluster.describe():
-            say(line)
+        slowest = max(timing.wall_seconds for timing in interruptible(cluster.wait_ready, stop).values())
+        say(
+            f"demo: brokers ready {time.time() - started_at:.1f} s after the command (formatting "
+            f"{cluster.format_seconds:.1f} s, then launch to ready {slowest:.1f} s)"
+        )
         job = None
         if inventory:
             job = InventoryJob(data_dir / "kafka", data_dir / "inventory", data_dir / "inventory-job.log", say)
@@ -277,8 +279,9 @@ def running_real_demo(
             interval_seconds=interval_seconds,
             jmx_timeout_seconds=min(5, interval_seconds),
         )
-        # The exporter first: the brokers' own connections are live series already, while the clients start.
-        exporter = running.enter_context(running_exporter(config, port))
+        # The exporter first: the brokers' own connections are live series already, while the clients start. In its
+        # own session, so that a terminal's Ctrl-C reaches the demo only, which stops it in turn.
+        exporter = running.enter_context(running_exporter(config, port, start_new_session=True))
         exporter_url = f"http://127.0.0.1:{port}"
         first_series = FirstSeries(f"{exporter_url}/metrics", started_at, say)
         running.callback(first_series.stop)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from demo.common import LEGACY_CLIENT_ID, RunningDemo
 from kafka_double.demo_scenario import running_demo
@@ -40,6 +41,9 @@ EXPECTED_ALERTS = {
     ("KafkaClientDeprecatedRequests", "unknown", "unknown"),
     ("KafkaBrokerReleaseSkew", None, None),
 }
+#: metadata.version 3.9-IV0 as a KIP-584 feature level (MetadataVersion.IBP_3_9_IV0), what Kafka 3.9.2 formats a
+#: new cluster with.
+METADATA_VERSION_3_9_IV0 = 21
 #: Panels that may have no series in a healthy demo, and why, by scenario.
 ERRORS_PANEL = {"Errors by reason": "no poll fails in the demo once the inventory job has published"}
 EMPTY_IN_A_HEALTHY_DEMO = {
@@ -110,16 +114,31 @@ def scenario_of(demo: RunningDemo) -> str:
     return "real-kafka" if demo.real_kafka else "double"
 
 
-def test_the_summary_says_which_brokers_run(demo: RunningDemo) -> None:
+def test_the_summary_says_which_brokers_run_and_the_real_ones_are_mid_upgrade(demo: RunningDemo) -> None:
     summary = "\n".join(demo.brokers)
-    if demo.real_kafka:
-        assert "Apache Kafka's own brokers" in summary
-        for plan in NODES:
-            assert f"broker {plan.node_id}: Apache Kafka {plan.release}," in summary
-        # The brokers' own connections are live as soon as the exporter has run a cycle.
-        assert demo.first_series is not None and demo.first_series.seen.wait(30)
-    else:
+    if not demo.real_kafka:
         assert "the broker double (emulated brokers, not Apache Kafka)" in summary
+        return
+    assert "Apache Kafka's own brokers" in summary
+    for plan in NODES:
+        assert f"broker {plan.node_id}: Apache Kafka {plan.release}," in summary
+    # The brokers' own connections are live as soon as the exporter has run a cycle.
+    assert demo.first_series is not None and demo.first_series.seen.wait(30)
+    # What each broker itself answers in ApiVersions: the cluster runs at 3.9-IV0, which the 4.4.0 brokers accept
+    # although they support newer levels.
+    with urllib.request.urlopen(f"{demo.exporter_url}/metrics", timeout=10) as response:
+        exposition = response.read().decode()
+    levels = {
+        (sample.name, sample.labels["broker"]): sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.labels.get("feature") == "metadata.version"
+    }
+    for plan in NODES:
+        finalized = levels[("kafka_broker_finalized_feature_level", str(plan.node_id))]
+        supported = levels[("kafka_broker_supported_feature_max_level", str(plan.node_id))]
+        assert finalized == METADATA_VERSION_3_9_IV0, plan
+        assert (supported > finalized) == (plan.release != "3.9.2"), plan
 
 
 def test_the_inventory_job_names_the_legacy_client_in_prometheus(demo: RunningDemo) -> None:
