@@ -97,6 +97,8 @@ def _parse_json(line: str, timestamp: str) -> ParsedLine | str:
     connection = obj.get("connection")
     if not isinstance(api_key, int) or not isinstance(api_version, int) or not isinstance(connection, str):
         return lf.REASON_BAD_JSON
+    if obj.get("isForwarded") is True:
+        return lf.REASON_FORWARDED
     request, response, info = obj.get("request"), obj.get("response"), obj.get("clientInformation")
     request = request if isinstance(request, dict) else {}
     response = response if isinstance(response, dict) else {}
@@ -202,7 +204,8 @@ def build_clients(lines: Iterable[str]) -> ReferenceResult:
         total += 1
         parsed = parse_line(line)
         if isinstance(parsed, str):
-            malformed[parsed] += 1
+            if parsed != lf.REASON_FORWARDED:
+                malformed[parsed] += 1
             continue
         key = (parsed.connection, parsed.client_id, parsed.principal, parsed.listener)
         entry = usage.get(key)

@@ -291,7 +291,9 @@ def _report_data(built: InventoryTables, target_release: str, totals: dict[str, 
 def _totals(built: InventoryTables) -> dict[str, int]:
     row = built.groups.agg(
         F.sum("requests").alias("lines"),
-        F.sum(F.when(F.col("reason").isNotNull(), F.col("requests"))).alias("malformed"),
+        F.sum(F.when(F.col("reason").isNotNull() & (F.col("reason") != lf.REASON_FORWARDED), F.col("requests"))).alias(
+            "malformed"
+        ),
     ).first()
     impact = built.upgrade_impact.select("kind", *tables.CLIENT_KEY).distinct()
     kinds = {r.kind: r["count"] for r in impact.groupBy("kind").count().collect()}

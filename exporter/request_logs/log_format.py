@@ -123,6 +123,16 @@ REASON_UNREADABLE_FILE = "file cut off, corrupt or deleted while read: skipped w
 REASON_BAD_JSON = "JSON form: the JSON is cut off or invalid, or lacks requestHeader/connection"
 REASON_BAD_TEXT = "text form: the header or the ';totalTime:...' tail does not match the 2.x layout"
 REASON_UNKNOWN_API = "text form: apiKey names no API known in any release"
+#: Not malformed, and not a client's request on its own connection either: a broker sent it on to its controller in
+#: an Envelope (KRaft: CreateTopics of auto-creation or of an Admin, config and ACL changes). The controller logs it
+#: with the client's clientId and principal but on the broker's CONTROLLER connection, whose software is the
+#: broker's; the request the client really sent (if any: auto-creation's CreateTopics is the broker's own) is in
+#: the log of the broker it reached. Counted as a line read, left out of every table.
+REASON_FORWARDED = "forwarded by a broker to its controller (isForwarded)"
+#: How a forwarded request's JSON line starts after the "Completed request:" (3.0+ log it; 2.x text lines never).
+FORWARDED_MARKER = JSON_MARKER + '"isForwarded":true,'
+#: A line's forwarded marker is within its first characters: timestamp, level, "Completed request:".
+FORWARDED_PREFIX_CHARS = 96
 
 MALFORMED_SAMPLE_BUCKETS = 20  # at most this many sample lines per reason
 MALFORMED_SAMPLE_CHARS = 2000

@@ -273,6 +273,10 @@ def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
         .when(is_j & ~json_ok, F.lit(lf.REASON_BAD_JSON))
         .when(is_t & ~t_matched, F.lit(lf.REASON_BAD_TEXT))
         .when(is_t & api_key.isNull(), F.lit(lf.REASON_UNKNOWN_API))
+        .when(
+            is_j & (F.instr(line.substr(1, lf.FORWARDED_PREFIX_CHARS), lf.FORWARDED_MARKER) > 0),
+            F.lit(lf.REASON_FORWARDED),
+        )
     )
     with_body = keyed.select("*", F.from_json(F.when(needs_body, payload), JSON_BODY_SCHEMA).alias("jb"))
     return _usable(with_body.select("*", reason.alias("reason")))
@@ -340,7 +344,8 @@ def _usable(judged: DataFrame) -> DataFrame:
     )
     raw_client_id = F.col("raw_client_id")
     client_id = F.when(is_j, raw_client_id).otherwise(F.when(raw_client_id != "null", raw_client_id))
-    bad = F.col("reason").isNotNull()
+    # A forwarded line parsed: it is grouped like a usable one (no sample kept), and left out by its reason.
+    bad = F.col("reason").isNotNull() & (F.col("reason") != lf.REASON_FORWARDED)
     columns = {
         "ts": F.col("ts"),
         "api_key": api_key,

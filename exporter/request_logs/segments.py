@@ -158,7 +158,8 @@ def state_groups(spark: SparkSession, output: str, contributions: Sequence[Contr
     rows = _live_rows(spark, output, contributions, GROUPS, "path")
     if rows is None:
         return None
-    named = rows.withColumn("sample_file", F.when(F.col("reason").isNotNull(), F.col("path")))
+    malformed = F.col("reason").isNotNull() & (F.col("reason") != lf.REASON_FORWARDED)
+    named = rows.withColumn("sample_file", F.when(malformed, F.col("path")))
     return tables.merge_groups(named)
 
 

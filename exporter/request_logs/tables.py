@@ -170,7 +170,7 @@ def group_protocols(usage: DataFrame) -> DataFrame:
 
 def malformed(groups: DataFrame) -> DataFrame:
     """Per reason, its total and at most MALFORMED_SAMPLE_BUCKETS sample lines (one per hash bucket)."""
-    bad = groups.where(F.col("reason").isNotNull())
+    bad = groups.where(F.col("reason").isNotNull() & (F.col("reason") != lf.REASON_FORWARDED))
     totals = bad.groupBy("reason").agg(F.sum("requests").alias("lines"))
     bucket = F.pmod(F.xxhash64("sample_line"), F.lit(lf.MALFORMED_SAMPLE_BUCKETS))
     samples = bad.groupBy("reason", bucket.alias("bucket")).agg(

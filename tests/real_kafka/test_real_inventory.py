@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kafka.protocol.metadata import ApiVersionsRequest
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from kafka_double.clients import ClientKind, ExpectedIdentity, RealClient, start_client
 from kafka_double.raw_client import RawConnection
@@ -35,6 +36,9 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.real_kafka, pytest.mark.slow]
 
 FILLER_CLIENT_ID = "real-inventory-filler"
+#: A client whose Metadata request makes the broker create a topic: the broker forwards CreateTopics, under this
+#: clientId, to its controller, which logs it on the broker's own CONTROLLER connection.
+AUTO_CREATOR = ("real-inventory-auto-creator", "1.0.0")
 LIVE = ("real-inventory-live", "2.4.6")
 LIVE_CLIENT_ID = "real-inventory-live-kcat"
 ANONYMOUS, ALICE = "User:ANONYMOUS", "User:alice"
@@ -82,6 +86,33 @@ def start(brokers: RealBrokers, kind: ClientKind, release: str, listener: str, c
     if listener == "SASL_SSL":
         properties = brokers.java_sasl_ssl_properties() if kind is ClientKind.JAVA else brokers.sasl_ssl_properties()
     return start_client(kind, node.bootstrap(listener), client_id=client_id, properties=properties)
+
+
+def auto_create_a_topic(brokers: RealBrokers, release: str) -> Driven:
+    """ApiVersions v3 announcing AUTO_CREATOR, then Metadata v8 for a new topic with auto-creation allowed; returns
+    once the controller has logged the forwarded CreateTopics."""
+    node = brokers.node(release)
+    port = int(node.bootstrap().rsplit(":", 1)[1])
+    name, version = AUTO_CREATOR
+    topic = f"real-inventory-auto-{uuid.uuid4().hex[:8]}"
+    with RawConnection(port) as raw:
+        raw.request(
+            ApiVersionsRequest(version=3, client_software_name=name, client_software_version=version),
+            client_id=name,
+        )
+        metadata = MetadataRequest(
+            version=8, topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True
+        )
+        raw.request(metadata, correlation_id=2, client_id=name)
+
+    def forwarded() -> bool:
+        return any(
+            entry.get("isForwarded") and entry["requestHeader"].get("clientId") == name
+            for entry in brokers.request_log(release)
+        )
+
+    wait_for(forwarded, timeout=15, what=f"the CreateTopics of {topic} forwarded to {release}'s controller")
+    return Driven(name, release, "PLAINTEXT", ANONYMOUS, ExpectedIdentity(name, version))
 
 
 def roll_request_log(brokers: RealBrokers, release: str) -> None:
@@ -158,6 +189,7 @@ def scenario(real_brokers: RealBrokers, tmp_path_factory: pytest.TempPathFactory
                 for (_, release, listener, principal, client_id), client in zip(plan, clients, strict=True)
             ),
         ]
+        driven.append(auto_create_a_topic(real_brokers, "4.4.0"))
         for release in RELEASES:
             roll_request_log(real_brokers, release)
         rolled = {
@@ -214,6 +246,29 @@ def test_the_clients_table_has_each_client_as_its_broker_logged_it(scenario: Sce
         # The broker's own record of the client, and the job's reading of it.
         assert logged(scenario.brokers, client) == {expected}, client
         assert clients_rows(scenario.first, client) == {expected}, client
+
+
+def test_a_request_forwarded_to_the_controller_is_not_a_client_of_it(scenario: Scenario) -> None:
+    """The controller logs a forwarded request with the client's clientId and principal but on the broker's own
+    connection: read as the client's, it would name the client as running the broker's software on CONTROLLER."""
+    [creator] = [client for client in scenario.driven if client.client_id == AUTO_CREATOR[0]]
+    forwarded = [
+        entry
+        for entry in scenario.brokers.request_log(creator.release)
+        if entry.get("isForwarded") and entry["requestHeader"].get("clientId") == creator.client_id
+    ]
+    assert {(entry["requestHeader"]["requestApiKeyName"], entry["listener"]) for entry in forwarded} == {
+        ("CREATE_TOPICS", "CONTROLLER")
+    }
+    rows = [row for row in scenario.first.table("clients") if row["client_id"] == creator.client_id]
+    assert [(row["listener"], row["software_name"], row["software_version"]) for row in rows] == [
+        ("PLAINTEXT", *AUTO_CREATOR)
+    ]
+    assert not [
+        row
+        for row in scenario.first.table("api_usage")
+        if row["client_id"] == creator.client_id and row["api_name"] == "CreateTopics"
+    ]
 
 
 def test_the_rolled_request_logs_are_read(scenario: Scenario) -> None:
