@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         "--data-dir",
         type=Path,
         default=Path("demo-data"),
-        help="where the exporter config, the brokers (their storage and logs), the inventory and Prometheus' data go",
+        help="where the exporter config, the brokers (their storage and logs), the inventory and Prometheus' data go; "
+        "the real brokers' kafka/ and the inventory/ in it are new at each run",
     )
     parser.add_argument(
         "--no-inventory",
