@@ -106,8 +106,8 @@ LATE_CLIENT_ID = "nightly-reconciliation"
 
 class UpgradingCluster:
     """The nodes of NODES, each under ``directory/node-<id>`` with free ports on 127.0.0.1; started in steps
-    (``format``, ``launch``, ``wait_ready``) so that every process is recorded before anything waits on it, and
-    ``stop`` (by pid) stops whatever has started."""
+    (``begin_format``, ``finish_format``, ``launch``, ``wait_ready``) so that every process is recorded before
+    anything waits on it, and ``stop`` (by pid) stops whatever has started."""
 
     def __init__(self, directory: Path, options: NodeOptions) -> None:
         self.directory = directory
@@ -138,6 +138,7 @@ class UpgradingCluster:
             for plan, formatter in zip(NODES, self._formatters, strict=True)
         }
         self._formatting: list[subprocess.Popen[bytes]] = []
+        self._started_formatting = 0.0
         self.format_seconds = 0.0
         self.timings: dict[int, StartTiming] = {}
 
