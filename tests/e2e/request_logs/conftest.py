@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.inventory_command import QUICK_JVM_OPTIONS
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator:
@@ -20,6 +22,7 @@ def spark() -> Iterator:
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
+            "spark.driver.extraJavaOptions": QUICK_JVM_OPTIONS,
         },
     )
     yield session

@@ -17,6 +17,7 @@ from exporter.request_logs.job import CSV_TABLES
 from tests.support.inventory_command import (
     LOOPBACK_CONF,
     NO_PYTHON_WORKERS,
+    QUICK_JVM,
     TWO_PARTITIONS,
     inventory_command,
     run_inventory,
@@ -68,6 +69,7 @@ def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: Standal
             cluster.url,
             *LOOPBACK_CONF,
             *NO_PYTHON_WORKERS,
+            *QUICK_JVM,
             "--conf",
             "spark.sql.shuffle.partitions=3",
             str(REPO / "exporter" / "request_logs" / "__main__.py"),
