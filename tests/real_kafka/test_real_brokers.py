@@ -9,7 +9,6 @@ the exporter start once, not once per worker that got a piece of them.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -55,10 +54,10 @@ def connections(base: str, **match: str) -> dict[tuple[str, str, str, str], floa
 
 
 def recorded_identities(brokers: RealBrokers, release: str) -> set[tuple[str, str]]:
-    """(name, version) pairs the broker itself wrote in its request log for ApiVersions requests."""
+    """(name, version) pairs the broker itself wrote in its request log for ApiVersions requests, rolled files
+    included (the shared brokers roll their request logs at 1 MiB)."""
     identities = set()
-    for line in brokers.node(release).logs.request_log.read_text().splitlines():
-        body = json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
+    for body in brokers.request_log(release):
         if body["requestHeader"]["requestApiKey"] == 18 and body["requestHeader"]["requestApiVersion"] >= 3:
             identities.add((body["request"]["clientSoftwareName"], body["request"]["clientSoftwareVersion"]))
     return identities
