@@ -175,9 +175,13 @@ class JmxBridge(JmxTransport):
         try:
             return await asyncio.wait_for(future, deadline_seconds)
         except TimeoutError:
-            # Nothing at all came back since this request went out; a bridge started by this very request is
-            # spared (its JVM start counts against the deadline), the next cycle judges it.
-            stalled = self._last_answer < sent and self._started_at < sent
+            # Nothing at all came back since this request went out: the bridge is stuck, unless it is still starting.
+            # A bridge started for this cycle's reads (by this one, or by one sent alongside it) that has not
+            # answered yet is spared: its JVM start counts against their deadlines (on a loaded machine it can take
+            # longer than one), and the next cycle judges it. Killing it here killed every bridge slower to start
+            # than a deadline, cycle after cycle.
+            starting = self._last_answer == self._started_at and sent - self._started_at < deadline_seconds / 2
+            stalled = self._last_answer < sent and not starting
             if stalled:
                 if self._kill(process):  # every read waiting on it lands here: one log line
                     log.warning("the JMX bridge answered nothing for %g s; restarting it", deadline_seconds)

@@ -16,11 +16,14 @@ from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget
 from exporter.sources.jmx_bridge import JmxBridge
 
 # argv: [script, mode, marker, <the bridge's JVM options and arguments>]. Answers in reverse order of arrival
-# ("pairs"), so matching by id is tested; "die-once" exits on its first request while the marker is absent.
+# ("pairs"), so matching by id is tested; "die-once" exits on its first request while the marker is absent;
+# "slow-start" reads nothing for its first second, as a JVM starting on a loaded machine.
 STAND_IN = textwrap.dedent(
     """
     import json, os, sys, time
     mode, marker = sys.argv[1], sys.argv[2]
+    if mode == "slow-start":
+        time.sleep(1.0)
     held = []
     for line in sys.stdin:
         request = json.loads(line)
@@ -104,3 +107,20 @@ def test_missing_java_is_reported() -> None:
     with pytest.raises(JmxError) as excinfo:
         asyncio.run(bridge.read("c/1", JmxTarget("u1"), 1.0))
     assert excinfo.value.reason == Reason.JAVA_NOT_FOUND
+
+
+def test_reads_sent_while_the_bridge_starts_time_out_without_killing_it(stand_in: Callable[[str], JmxBridge]) -> None:
+    bridge = stand_in("slow-start")
+
+    async def cycle() -> list[object]:
+        return await asyncio.gather(
+            bridge.read("c/1", JmxTarget("u1"), 0.5), bridge.read("c/2", JmxTarget("u2"), 0.5), return_exceptions=True
+        )
+
+    # Both reads lost their deadline to the start; neither may take the starting bridge for a stuck one.
+    results = asyncio.run(cycle())
+    assert [getattr(result, "reason", result) for result in results] == [Reason.TIMEOUT, Reason.TIMEOUT]
+    started = bridge.pid
+    assert started is not None
+    assert asyncio.run(bridge.read("c/1", JmxTarget("u1"), 5.0)) == [{"mBeanName": "c/1", "value": 1}]
+    assert bridge.pid == started
