@@ -1,8 +1,11 @@
 """A 4.0 broker's server.log with rejected requests, next to its request log (hosts and ids invented).
 
-The rejection events follow Kafka's own templates (exporter/request_logs/server_log.py cites them): the processor
-logs "Closing socket for <connection id> because of error" with the exception on the next line, then "Exception while
-processing request from <connection id>" with it again; ``ApiException`` carries no stack trace.
+The rejection events follow Kafka's own templates (exporter/request_logs/server_log.py and kafka_double/server_log.py
+cite them): the processor logs "Closing socket for <connection id> because of error" with the exception on the next
+line, then "Exception while processing request from <connection id>" with it again; ``ApiException`` carries no stack
+trace. They have no ``[SocketServer listenerType=..., nodeId=...]`` prefix: ``Processor`` sets no ``logIdent`` (real
+3.9.2 and 4.4.0 brokers write none); only ``SocketServer``'s own events, such as "Enabling request processing.",
+have it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from pathlib import Path
 
 from tests.support import request_log_fixtures as fx
 
-PREFIX = "[SocketServer listenerType=BROKER, nodeId=4] "
+#: SocketServer's log context; the Processor's events have none.
+SOCKET_SERVER = "[SocketServer listenerType=BROKER, nodeId=4] "
 PROCESSOR = " (kafka.network.Processor)"
 UNSUPPORTED = "org.apache.kafka.common.errors.UnsupportedVersionException"
 INVALID = "org.apache.kafka.common.errors.InvalidRequestException"
@@ -32,9 +36,9 @@ VOTE_DISABLED = "Received request for disabled api with key 52 (Vote) and versio
 def rejection(ts: str, connection: str, exception: str, message: str) -> list[str]:
     """The two ERROR events of one rejected request, as log4j2's ``[%d] %p %m (%c)%n`` writes them."""
     return [
-        f"[{ts}] ERROR {PREFIX}Closing socket for {connection} because of error{PROCESSOR}",
+        f"[{ts}] ERROR Closing socket for {connection} because of error{PROCESSOR}",
         f"{exception}: {message}",
-        f"[{ts}] ERROR {PREFIX}Exception while processing request from {connection}{PROCESSOR}",
+        f"[{ts}] ERROR Exception while processing request from {connection}{PROCESSOR}",
         f"{exception}: {message}",
     ]
 
@@ -74,7 +78,7 @@ REQUEST_LOG = [
 ]
 
 SERVER_LOG = [
-    f"[2026-03-20 10:02:11,907] INFO {PREFIX}Enabling request processing. (kafka.network.SocketServer)",
+    f"[2026-03-20 10:02:11,907] INFO {SOCKET_SERVER}Enabling request processing. (kafka.network.SocketServer)",
     "[2026-03-20 10:02:12,015] INFO [BrokerServer id=4] Transition from STARTING to STARTED "
     "(kafka.server.BrokerServer)",
     *rejection("2026-03-20 10:15:42,123", R_CONNECTION, UNSUPPORTED, FETCH_V3),
