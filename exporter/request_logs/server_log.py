@@ -33,13 +33,15 @@ CLOSING = "Closing socket for "
 
 #: One rejection event (its leading ``[`` is the previous record's separator, except in a file's first event).
 #: Groups: 1 time, 2 listener type, 3 node id (both empty without the prefix, as real brokers write it), 4 connection
-#: id, 5 exception class, 6 message, 7 API key, 8 API name (``ApiKeys.name``, the message name: ``Produce``, as in the
-#: request metrics), 9 version.
+#: id, 5 exception class, 6 message, 7 API key, 8 API name as the broker wrote it (the message name, ``Produce``, as
+#: in the request metrics; but 4.4.0 names an API it does not serve by its constant, ``BEGIN_QUORUM_EPOCH``:
+#: server/src/main/java/org/apache/kafka/network/Processor.java, KAFKA-20648; the key says which API either way),
+#: 9 version.
 REJECTION = (
     r"^\[?" + lf.TIMESTAMP_GROUP + r"\] ERROR (?:\[SocketServer listenerType=([A-Z_]+), nodeId=(-?\d+)\] )?"
     r"Closing socket for (\S+) because of error \(kafka\.network\.Processor\)\r?\n"
     r"org\.apache\.kafka\.common\.errors\.(UnsupportedVersionException|InvalidRequestException): "
-    r"(Received request for (?:disabled )?api with key (-?\d+) \(([A-Za-z]+)\) and (?:unsupported )?version (-?\d+))"
+    r"(Received request for (?:disabled )?api with key (-?\d+) \(([A-Za-z_]+)\) and (?:unsupported )?version (-?\d+))"
 )
 _GROUPS = {
     "ts": 1,

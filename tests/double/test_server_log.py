@@ -114,6 +114,13 @@ def test_40_to_43_name_a_disabled_api_by_its_message_name_and_read_back() -> Non
         )
 
 
+def test_44_names_a_disabled_api_by_its_constant_and_the_job_reads_it_back() -> None:
+    lines = rejection_events(get_release("4.4.0"), CONNECTION, 53, "BeginQuorumEpoch", 0, known=True)
+    match = re.match(REJECTION, _event(lines))
+    assert match is not None, lines
+    assert match.group(5, 7, 8, 9) == ("InvalidRequestException", "53", "BEGIN_QUORUM_EPOCH", "0")
+
+
 def test_3x_zookeeper_mode_has_no_prefix_either_and_its_form_is_not_the_jobs() -> None:
     lines = rejection_events(get_release("3.9.0", "zookeeper"), CONNECTION, 0, "Produce", 13, known=False)
     assert _unstamped(lines) == _real(
