@@ -1,6 +1,7 @@
 """The README's main job: the demo scenario with the exporter watching it and Prometheus evaluating the shipped
 alerts. By default on Apache Kafka's own brokers (real_kafka/demo_scenario.py: one KRaft cluster in the middle of a
-rolling upgrade from 3.9.2 to 4.4.0); with --double on the broker double (kafka_double/demo_scenario.py).
+rolling upgrade from 3.9.2 to 4.4.0); with --rolling-upgrade a 3.9.2 cluster rolled to 4.4.0 while it runs
+(real_kafka/rolling_upgrade.py does the roll); with --double on the broker double (kafka_double/demo_scenario.py).
 
 Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m demo` from the repository root
 (neither the demo nor the brokers' launcher is installed with the exporter).
@@ -42,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the broker double (emulated 4.1.0 and 3.9.0 brokers) instead of Apache Kafka's own brokers",
     )
+    parser.add_argument(
+        "--rolling-upgrade",
+        action="store_true",
+        help="start a 3.9.2 cluster of three nodes and roll it to 4.4.0 while you watch (each step is printed), then "
+        "keep it running on 4.4.0",
+    )
     parser.add_argument("--port", type=int, default=9784, help="exporter port (a free one if taken)")
     parser.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus port (a free one if taken)")
     parser.add_argument(
@@ -58,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus")
     args = parser.parse_args(argv)
+    if args.double and args.rolling_upgrade:
+        parser.error("--rolling-upgrade runs Apache Kafka's own brokers: it cannot be combined with --double")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -84,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             prometheus_port=prometheus_port,
             stop=stop,
             started_at=started_at,
+            rolling_upgrade=args.rolling_upgrade,
         )
     try:
         with scenario as demo:
@@ -119,6 +129,8 @@ def _summary(demo: RunningDemo, data_dir: Path, started_at: float) -> None:
             f"demo: once it has run, one more client ({demo.late_client.kind.value}, clientId "
             f"{demo.late_client.client_id}) connects: live, but not in the inventory until the job's next run"
         )
+    for note in demo.notes:
+        print(note)
     print(f"demo: started in {time.time() - started_at:.1f} s; files in {data_dir}; press Ctrl-C to stop everything\n")
 
 

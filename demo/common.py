@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -307,3 +307,5 @@ class RunningDemo:
     inventory: InventoryJob | None
     first_series: FirstSeries | None = None
     late_client: LateClient | None = None
+    #: More lines for the summary, in the scenario's words (--rolling-upgrade: when the roll starts).
+    notes: list[str] = field(default_factory=list)

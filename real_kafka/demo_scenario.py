@@ -21,11 +21,22 @@ product judges.
 - The inventory job run once over the brokers' own request logs, Prometheus with the shipped rules, and one client
   (kafka-clients 2.8.2) that first connects once the job has run, so that its version is live but not in the
   inventory until the job's next run.
+
+With ``rolling_upgrade`` (``scripts/demo.sh --rolling-upgrade``) the cluster is the one before the upgrade instead:
+three combined controller+broker nodes, all on 3.9.2, topic ``demo`` replicated on all three (three partitions, so
+the legacy producer writes to every broker), and the same clients. Once the inventory job has named who runs what,
+real_kafka.rolling_upgrade rolls it to 4.4.0 in front of the newcomer, one node at a time (controlled shutdown, 4.4.0
+over the same storage, every partition in sync, next node), finalizes the features with ``kafka-features upgrade
+--release-version 4.4``, and runs the inventory job again, whose rejections table then names the refused producer.
+The demo says at each step which node is restarting and where to look; the cluster then runs on 4.4.0 until Ctrl-C.
+The controller gives leadership back to a restarted node after ten seconds (``leader.imbalance.check.interval
+.seconds``, 300 by default), so connections visibly move back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import secrets
 import shutil
@@ -61,8 +72,18 @@ from real_kafka.broker import ClusterLayout, KafkaNode, NodeOptions, StartTiming
 from real_kafka.cluster import new_cluster_id
 from real_kafka.config import NodePorts, NodeRoles
 from real_kafka.jmx import JmxAuth
+from real_kafka.rolling_upgrade import Finalized, NodeBack, NodeStopped, RollEvent, RollingUpgrade, RollInterrupted
 
-__all__ = ["LATE_CLIENT", "LEGACY_CLIENT", "NODES", "NodePlan", "UpgradingCluster", "running_real_demo"]
+__all__ = [
+    "LATE_CLIENT",
+    "LEGACY_CLIENT",
+    "NODES",
+    "ROLLING_NODES",
+    "DemoRoll",
+    "NodePlan",
+    "UpgradingCluster",
+    "running_real_demo",
+]
 
 #: The release the cluster was created with: it formats every node's storage, so metadata.version is its own.
 CREATED_WITH = "3.9.2"
@@ -78,6 +99,13 @@ class NodePlan:
 
 
 NODES = (NodePlan(1, "3.9.2", controller=True), NodePlan(2, "4.4.0", False), NodePlan(3, "4.4.0", False))
+#: --rolling-upgrade: the cluster before the upgrade, three voters so that the quorum keeps its majority while one
+#: node is down.
+ROLLING_NODES = tuple(NodePlan(node_id, "3.9.2", controller=True) for node_id in (1, 2, 3))
+UPGRADE_TO = "4.4.0"
+#: Kafka's automatic leader rebalance, every 10 s instead of 300: leadership (and the producers with it) goes back
+#: to a restarted node while the newcomer watches.
+ROLLING_PROPERTIES = {"leader.imbalance.check.interval.seconds": "10"}
 #: The node still on 3.9: the only one that serves the legacy client's Produce v2.
 LEGACY_NODE = 1
 #: kcat's topic is the Java clients' default one too (JavaClient.java, LegacyJavaClient.java).
@@ -109,11 +137,12 @@ class UpgradingCluster:
     (``begin_format``, ``finish_format``, ``launch``, ``wait_ready``) so that every process is recorded before
     anything waits on it, and ``stop`` (by pid) stops whatever has started."""
 
-    def __init__(self, directory: Path, options: NodeOptions) -> None:
+    def __init__(self, directory: Path, options: NodeOptions, plans: tuple[NodePlan, ...] = NODES) -> None:
         self.directory = directory
-        roles = {plan.node_id: NodeRoles(broker=True, controller=plan.controller) for plan in NODES}
+        self.plans = plans
+        roles = {plan.node_id: NodeRoles(broker=True, controller=plan.controller) for plan in plans}
         ports = {}
-        for plan in NODES:
+        for plan in plans:
             plaintext, controller, jmx, jmx_rmi = free_ports(4)
             ports[plan.node_id] = NodePorts(
                 plaintext=plaintext,
@@ -123,7 +152,7 @@ class UpgradingCluster:
                 jmx_rmi=jmx_rmi,
             )
         voters = {node_id: port.controller for node_id, port in ports.items() if port.controller is not None}
-        layout = ClusterLayout(new_cluster_id(), voters, brokers=len(NODES))
+        layout = ClusterLayout(new_cluster_id(), voters, brokers=len(plans))
         self.layout = layout
 
         def node(plan: NodePlan, release: str) -> KafkaNode:
@@ -132,10 +161,10 @@ class UpgradingCluster:
 
         # The same directory and configuration twice where the releases differ: formatted by CREATED_WITH, run
         # by the node's own release, as a rolling upgrade runs the new release over the old storage.
-        self._formatters = [node(plan, CREATED_WITH) for plan in NODES]
+        self._formatters = [node(plan, CREATED_WITH) for plan in plans]
         self.nodes = {
             plan.node_id: formatter if plan.release == CREATED_WITH else node(plan, plan.release)
-            for plan, formatter in zip(NODES, self._formatters, strict=True)
+            for plan, formatter in zip(plans, self._formatters, strict=True)
         }
         self._formatting: list[subprocess.Popen[bytes]] = []
         self._started_formatting = 0.0
@@ -186,10 +215,14 @@ class UpgradingCluster:
 
     def describe(self) -> list[str]:
         """The summary's lines: which brokers are real, their releases, roles, addresses and pids."""
+        if all(plan.release == CREATED_WITH for plan in self.plans):
+            state = f"on {CREATED_WITH}, about to be rolled to {UPGRADE_TO} in front of you"
+        else:
+            state = "in the middle of a rolling upgrade"
         lines = [
-            f"demo: Apache Kafka's own brokers, one KRaft cluster (id {self.layout.cluster_id}) in the middle of a "
-            f"rolling upgrade: storage formatted by {CREATED_WITH} (metadata.version {METADATA_VERSION}, kept until "
-            f"the upgrade is finalized), {self.format_seconds:.1f} s",
+            f"demo: Apache Kafka's own brokers, one KRaft cluster (id {self.layout.cluster_id}) {state}: storage "
+            f"formatted by {CREATED_WITH} (metadata.version {METADATA_VERSION}, kept until the upgrade is finalized), "
+            f"{self.format_seconds:.1f} s",
         ]
         for node in self.nodes.values():
             roles = "controller and broker" if node.roles.controller else "broker"
@@ -205,11 +238,170 @@ class UpgradingCluster:
         return lines
 
 
-def create_topic_and_subscription(bootstrap: str) -> None:
-    """TOPIC on LEGACY_NODE only, and SUBSCRIPTION, through the Admin API (CreateTopics, IncrementalAlterConfigs)."""
+class DemoRoll:
+    """The rolling upgrade of ``--rolling-upgrade``, on a thread of its own: it starts once the inventory job has run
+    (so that who runs the legacy producer is named before the roll; at once without a job), says at each step which
+    node is restarting and where to look, holds each state for a few cycles so that the pages can show it, and runs
+    the inventory job again after the roll. ``stop`` (the demo's Ctrl-C) ends it between steps and in its waits; the
+    nodes are stopped by the demo's clean-up, by pid."""
+
+    def __init__(
+        self,
+        cluster: UpgradingCluster,
+        first_job: InventoryJob | None,
+        data_dir: Path,
+        interval_seconds: float,
+        say: Callable[[str], None],
+        stop: threading.Event | None,
+    ) -> None:
+        self._cluster, self._first_job, self._data_dir, self._say = cluster, first_job, data_dir, say
+        self._interval = interval_seconds
+        self._outer_stop = stop or threading.Event()
+        self._stop = threading.Event()
+        self.events: list[RollEvent] = []
+        self.done = threading.Event()
+        self.second_job: InventoryJob | None = None
+        self._thread = threading.Thread(target=self._run, name="demo-roll", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.second_job is not None:
+            self.second_job.stop()
+        # A node being started keeps the thread in its wait until the demo's clean-up stops that node.
+        self._thread.join(2)
+
+    def _stopping(self) -> bool:
+        return self._stop.is_set() or self._outer_stop.is_set()
+
+    def _hold(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self._stopping():
+                raise RollInterrupted
+            self._stop.wait(0.2)
+
+    def _run(self) -> None:
+        try:
+            self._roll()
+        except RollInterrupted:
+            pass
+        except Exception as exc:  # the demo goes on, on whatever the cluster now runs
+            if not self._stopping():
+                self._say(f"demo: the rolling upgrade failed: {exc}")
+        finally:
+            self.done.set()
+
+    def _roll(self) -> None:
+        if self._first_job is not None:
+            while not self._first_job.done.wait(0.5):
+                if self._stopping():
+                    return
+        # A few cycles of the cluster as it is, with the job's names on the page, before the first node goes.
+        self._hold(3 * self._interval)
+        nodes = list(self._cluster.nodes.values())
+        self._say(
+            f"demo: the rolling upgrade from {CREATED_WITH} to {UPGRADE_TO} starts now, one node at a time "
+            f"({', '.join(str(node.node_id) for node in nodes)}). Watch the status page's Brokers table and upgrade "
+            "blockers, Prometheus' /alerts, and in the dashboards: Kafka upgrade readiness > Inferred broker "
+            "releases and Feature levels, Kafka client inventory > Connections by broker and listener"
+        )
+        stop = threading.Event()
+        watcher = threading.Thread(target=self._relay_stop, args=(stop,), name="demo-roll-stop", daemon=True)
+        watcher.start()
+        roll = RollingUpgrade(nodes, self._cluster.bootstrap(), UPGRADE_TO, stop=stop, say=self._step)
+        releases = {node.node_id: node.release for node in nodes}
+        for event in roll.steps():
+            self.events.append(event)
+            if isinstance(event, NodeStopped):
+                del releases[event.node_id]
+                self._say(
+                    f"demo: roll: node {event.node_id} is down after a {event.shutdown_seconds:.1f} s controlled "
+                    f"shutdown. Status page: its row says 'down: connection' and nothing is listed under it; its "
+                    "clients reconnect to the other brokers (Connections by broker and listener); "
+                    "KafkaClientExporterBrokerDown goes pending in Prometheus"
+                )
+                self._hold(2 * self._interval)
+            elif isinstance(event, NodeBack):
+                releases[event.node_id] = event.release
+                mixed = len(set(releases.values())) > 1
+                skew = (
+                    "KafkaBrokerReleaseSkew is pending: 3.9 and 4.4 brokers answer side by side"
+                    if mixed
+                    else "KafkaBrokerReleaseSkew is inactive: every broker answering runs 4.4"
+                )
+                self._say(
+                    f"demo: roll: node {event.node_id} is back on Kafka {event.release}, every partition in sync "
+                    f"(restart {event.restart_seconds:.1f} s: shutdown {event.shutdown_seconds:.1f} s, start "
+                    f"{event.start_seconds:.1f} s, catch-up {event.catch_up_seconds:.1f} s). Its inferred release is "
+                    f"{UPGRADE_TO} (kafka_broker_release_info); {skew}; the legacy producer's Produce v2 is refused "
+                    "wherever a 4.4 broker leads its partition (its server.log: Closing socket ... "
+                    "UnsupportedVersionException)"
+                )
+                self._hold(3 * self._interval)
+            elif isinstance(event, Finalized):
+                levels = ", ".join(f"{feature} {level}" for feature, level in sorted(event.upgraded.items()))
+                self._say(
+                    f"demo: roll: every node runs {UPGRADE_TO}; kafka-features upgrade {' '.join(event.args)} raised "
+                    f"the finalized features ({levels}; metadata.version was 21, 3.9-IV0): "
+                    "kafka_broker_finalized_feature_level (Feature levels) shows them from the next cycle. The "
+                    "legacy producer now fails on every broker"
+                )
+        stop.set()
+        self._inventory_again()
+
+    def _relay_stop(self, roll_stop: threading.Event) -> None:
+        while not roll_stop.is_set():
+            if self._stopping():
+                roll_stop.set()
+                return
+            time.sleep(0.2)
+
+    def _step(self, line: str) -> None:
+        self._say(f"demo: roll: {line}")
+
+    def _inventory_again(self) -> None:
+        if self._first_job is None or self._stopping():
+            self._say(f"demo: the cluster runs Kafka {UPGRADE_TO}; Ctrl-C stops everything")
+            return
+        self._say(
+            "demo: the inventory job runs again over the request logs and server.log (--incremental: only what is new "
+            "since its first run); its rejections table will name the refused producer"
+        )
+        job = InventoryJob(
+            self._data_dir / "kafka", self._first_job.output, self._data_dir / "inventory-job-after-roll.log", self._say
+        )
+        self.second_job = job
+        job.start(after_seconds=0)
+        while not job.done.wait(0.5):
+            if self._stopping():
+                return
+        rejections = job.output / "current" / "rejections.csv"
+        if job.returncode == 0 and rejections.is_file():
+            with rejections.open(encoding="utf-8", newline="") as table:
+                rows = [row for row in csv.DictReader(table) if row["api_name"] == "Produce"]
+            named = sorted({row["client_id"] for row in rows if row["matched_by"] == "connection"})
+            self._say(
+                f"demo: the brokers refused {len(rows)} Produce v2 requests since the roll, from "
+                f"{', '.join(named) or 'clients named by host only'} ({rejections})"
+            )
+        self._say(f"demo: the cluster runs Kafka {UPGRADE_TO}; Ctrl-C stops everything")
+
+
+#: TOPIC's one replica on the node still on 3.9 (the mid-upgrade cluster), or on every node with a partition led by
+#: each (--rolling-upgrade: the legacy producer meets every broker, before and after its restart).
+MID_UPGRADE_TOPIC: dict[str, object] = {"assignments": {0: [LEGACY_NODE]}}
+ROLLING_TOPIC: dict[str, object] = {"num_partitions": 3, "replication_factor": 3}
+
+
+def create_topic_and_subscription(bootstrap: str, topic: dict[str, object] = MID_UPGRADE_TOPIC) -> None:
+    """TOPIC laid out as ``topic`` says, and SUBSCRIPTION, through the Admin API (CreateTopics,
+    IncrementalAlterConfigs)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="demo-setup")
     try:
-        admin.create_topics({TOPIC: {"assignments": {0: [LEGACY_NODE]}}}, wait_for_metadata=True)
+        admin.create_topics({TOPIC: topic}, wait_for_metadata=True)
         resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, SUBSCRIPTION.name, SUBSCRIPTION.configs())
         # raise_on_unknown would first describe the subscription, which does not exist yet.
         result = admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
@@ -239,11 +431,13 @@ def running_real_demo(
     say: Callable[[str], None] = print,
     stop: threading.Event | None = None,
     started_at: float | None = None,
+    rolling_upgrade: bool = False,
 ) -> Iterator[RunningDemo]:
     """Everything above running, on loopback, its files under ``data_dir`` (the cluster and the inventory new at
     each run); stopped in reverse order on exit, the brokers last and by pid. ``stop`` set during start-up (the
     signal handler) raises demo.common.Interrupted after stopping what had started. ``started_at`` (a time.time())
-    is when the command began, for the first live series' clock."""
+    is when the command began, for the first live series' clock. ``rolling_upgrade``: the 3.9.2 cluster, rolled to
+    4.4.0 while the demo runs (DemoRoll)."""
     started_at = time.time() if started_at is None else started_at
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -253,8 +447,13 @@ def running_real_demo(
         shutil.rmtree(data_dir / previous, ignore_errors=True)
     jmx = JmxAuth(JMX_USER, secrets.token_urlsafe(16))
     password_file = _private_file(data_dir / "jmx-password", jmx.password)
-    cluster = UpgradingCluster(data_dir / "kafka", NodeOptions(jmx_auth=jmx))
-    releases = ", ".join(f"{plan.release}{' (controller)' if plan.controller else ''}" for plan in NODES)
+    if rolling_upgrade:
+        plans = ROLLING_NODES
+        options = NodeOptions(jmx_auth=jmx, extra_properties=ROLLING_PROPERTIES)
+    else:
+        plans, options = NODES, NodeOptions(jmx_auth=jmx)
+    cluster = UpgradingCluster(data_dir / "kafka", options, plans)
+    releases = ", ".join(f"{plan.release}{' (controller)' if plan.controller else ''}" for plan in plans)
     say(f"demo: starting Apache Kafka's own brokers: {releases}, one KRaft cluster, under {cluster.directory} ...")
     with contextlib.ExitStack() as running:
         running.callback(cluster.stop)
@@ -287,13 +486,16 @@ def running_real_demo(
         first_series = FirstSeries(f"{exporter_url}/metrics", started_at, say)
         running.callback(first_series.stop)
         first_series.start()
-        interruptible(lambda: create_topic_and_subscription(cluster.bootstrap()), stop)
+        topic = ROLLING_TOPIC if rolling_upgrade else MID_UPGRADE_TOPIC
+        interruptible(lambda: create_topic_and_subscription(cluster.bootstrap(), topic), stop)
         clients = ClientMix(cluster.bootstrap(), installed(CLIENTS, say))
         running.callback(clients.close)
         clients.start()
         legacy = None
         if installed([LEGACY_CLIENT], say):
-            legacy = start_client(LEGACY_CLIENT, cluster.node(LEGACY_NODE).bootstrap(), client_id=LEGACY_CLIENT_ID)
+            # Mid-upgrade, only node 1 serves its Produce v2; in the rolling demo every node does until its restart.
+            legacy_bootstrap = cluster.bootstrap() if rolling_upgrade else cluster.node(LEGACY_NODE).bootstrap()
+            legacy = start_client(LEGACY_CLIENT, legacy_bootstrap, client_id=LEGACY_CLIENT_ID)
             running.callback(legacy.close)
         say(f"demo: connecting {len(clients) + (legacy is not None)} clients ...")
 
@@ -307,7 +509,8 @@ def running_real_demo(
             running.callback(job.stop)
             job.start(after_seconds=3)
         late = None
-        if installed([LATE_CLIENT], say):
+        # The rolling demo's story is the roll: no client arrives late.
+        if not rolling_upgrade and installed([LATE_CLIENT], say):
             late = LateClient(LATE_CLIENT, cluster.bootstrap(), LATE_CLIENT_ID, job, say)
             running.callback(late.stop)
             late.start()
@@ -319,5 +522,17 @@ def running_real_demo(
                     data_dir / "prometheus", port, RULES, interval=f"{interval_seconds}s", port=prometheus_port
                 )
             )
-        yield RunningDemo(True, cluster.describe(), exporter, exporter_url, prometheus_url, job, first_series, late)
+        notes = []
+        if rolling_upgrade:
+            roll = DemoRoll(cluster, job, data_dir, interval_seconds, say, stop)
+            running.callback(roll.stop)
+            roll.start()
+            when = "once the inventory job has named who runs what (about a minute)" if job else "in a few cycles"
+            notes.append(
+                f"demo: the rolling upgrade to {UPGRADE_TO} starts {when}; each step is printed here: which node is "
+                "restarting, how long it took, and what the status page, Prometheus and the dashboards show"
+            )
+        yield RunningDemo(
+            True, cluster.describe(), exporter, exporter_url, prometheus_url, job, first_series, late, notes=notes
+        )
         say("demo: stopping Prometheus, the exporter, the clients and the brokers ...")
