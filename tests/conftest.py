@@ -49,7 +49,8 @@ def silent_port() -> Iterator[int]:
 # - every module under tests/real_kafka/ is one unit: they share the session's real brokers, which would otherwise
 #   start again on each worker that got one of those modules;
 # - units start longest first, so that no long one is left to start at the end while the other workers are idle:
-#   the real brokers' unit, then every module with slow tests, then the rest, each group in collection order.
+#   the real brokers' unit, then every module with slow tests, then the rest, each group in collection order and
+#   each module's tests in their own order.
 #   (xdist's own --loadscope-reorder sorts by the number of tests, which puts the unit tests first; test.sh turns
 #   it off.)
 _REAL_KAFKA = "tests/real_kafka"
@@ -70,9 +71,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def start_rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> int:
         if item.nodeid.startswith(f"{_REAL_KAFKA}/"):
             return 0
         return 1 if item.get_closest_marker("slow") else 2
 
-    items.sort(key=start_rank)  # stable: collection order within each rank
+    # A module moves as a whole, by its most urgent test: its tests keep their order (a module's tests may rely on
+    # it, as they do when run alone).
+    module_rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        module_rank[module] = min(module_rank.get(module, 2), rank(item))
+    items.sort(key=lambda item: module_rank[item.nodeid.split("::", 1)[0]])  # stable: collection order within a rank

@@ -19,7 +19,8 @@ from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.exporter_process import write_config
 
-pytestmark = pytest.mark.slow
+# The first test builds both images (its fixture): about 140 s alone, far more beside three busy workers.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG_DIR = "/etc/kafka-client-exporter"
 

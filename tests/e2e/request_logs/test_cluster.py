@@ -25,7 +25,8 @@ from tests.support.inventory_command import (
 from tests.support.inventory_command import loopback_env as spark_loopback_env
 from tests.support.spark_cluster import SPARK_SUBMIT, StandaloneCluster, loopback_env
 
-pytestmark = pytest.mark.slow
+# Each test runs the job three times, one of them on a cluster it disturbs: minutes beside three busy workers.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "samples" / "request-logs"
 
@@ -96,7 +97,9 @@ def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from bench.inventory_logs import generate
 
     logs = tmp_path_factory.mktemp("generated") / "logs"
-    generate(logs, 200_000_000, 5_000)
+    # Enough for a pass of many tasks lasting several progress intervals (5 s) on two one-core executors; 200 MB
+    # did the same at three times the CPU.
+    generate(logs, 64_000_000, 5_000)
     return logs
 
 
@@ -113,7 +116,14 @@ def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
     with stderr.open("w") as log:
         run = subprocess.Popen(
             inventory_command(
-                "--input", str(generated_logs), "--output", str(output), "--master", cluster.url, conf=[]
+                "--input",
+                str(generated_logs),
+                "--output",
+                str(output),
+                "--master",
+                cluster.url,
+                # 8 MB splits: a parse stage of eight tasks or more, so the kill lands among running ones.
+                conf=["--conf", "spark.sql.files.maxPartitionBytes=8m"],
             ),
             stdout=subprocess.DEVNULL,
             stderr=log,

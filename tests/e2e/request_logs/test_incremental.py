@@ -21,7 +21,9 @@ from exporter.request_logs import publication
 from exporter.request_logs.job import CSV_TABLES, InventoryOptions, InventorySummary, run_inventory
 from tests.support.inventory_command import inventory_command, loopback_env
 
-pytestmark = pytest.mark.slow
+# The first test runs the job fourteen times in the worker's session: minutes beside three busy workers; a timeout
+# there would also leave the session unusable for the module's other tests.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "samples" / "request-logs" / "double"
 #: Columns that name a log file: a file deleted by retention is compared by its name, as the reference run reads
