@@ -53,6 +53,29 @@ class _ExporterHandler(logging.StreamHandler):
     """Ours, so a second set-up replaces it and leaves other handlers (a test runner's) alone."""
 
 
+#: What kafka-python 3 logs at ERROR whenever a broker cannot be reached or closes a connection: three lines for each
+#: broker that goes away (a broker's controlled shutdown in a rolling upgrade among them), then one per reconnect
+#: attempt and metadata refresh while it is away, hundreds during a roll. The exporter reports each failure itself
+#: (the broker's `up`, its errors counter, one warning per change of state with the cause; bootstrap and metadata
+#: failures as the `discovery` source), so at info these would only be errors about nothing wrong with the exporter.
+#: Matched by logger and format string (a prefix where kafka-python formats the message itself), not by the text.
+_CONNECTION_FAILURES: dict[str, tuple[str, ...]] = {
+    "kafka.net.transport": ("%s: socket disconnected", "%s: Abort (%s)"),
+    "kafka.net.connection": ("%s: Connection lost: %s",),
+    "kafka.net.manager": ("Connection failed: %s", "Bootstrap failed: %s", "Bootstrap attempt to "),
+    "kafka.cluster": ("Metadata refresh: failed %s",),
+}
+
+
+class _DropConnectionFailures(logging.Filter):
+    def __init__(self, formats: tuple[str, ...]) -> None:
+        super().__init__()
+        self._formats = formats
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.exc_info is not None or not str(record.msg).startswith(self._formats)
+
+
 def setup_logging(level: LogLevel, log_format: LogFormat, stream: TextIO | None = None) -> None:
     handler = _ExporterHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(formatter(log_format))
@@ -63,3 +86,9 @@ def setup_logging(level: LogLevel, log_format: LogFormat, stream: TextIO | None 
     root.setLevel(LEVELS[level])
     # kafka-python logs every reconnect attempt at WARNING; our own per-broker state lines say it once.
     logging.getLogger("kafka").setLevel(max(LEVELS[level], logging.ERROR))
+    for name, formats in _CONNECTION_FAILURES.items():
+        logger = logging.getLogger(name)
+        for installed in [f for f in logger.filters if isinstance(f, _DropConnectionFailures)]:
+            logger.removeFilter(installed)
+        if level != "debug":
+            logger.addFilter(_DropConnectionFailures(formats))

@@ -26,6 +26,10 @@ def captured() -> Iterator[io.StringIO]:
         root.removeHandler(handler)
     root.setLevel(levels[0])
     kafka.setLevel(levels[1])
+    for name in ("kafka.net.transport", "kafka.net.connection", "kafka.net.manager", "kafka.cluster"):
+        logger = logging.getLogger(name)
+        for installed in [f for f in logger.filters if type(f).__name__ == "_DropConnectionFailures"]:
+            logger.removeFilter(installed)
 
 
 def emit(stream: io.StringIO, level: LogLevel, log_format: LogFormat) -> list[str]:
@@ -68,6 +72,34 @@ def test_json_is_one_object_per_line(captured: io.StringIO) -> None:
 def test_debug_shows_debug_lines_but_kafka_python_stays_at_error(captured: io.StringIO) -> None:
     lines = emit(captured, "debug", "logfmt")
     assert 'msg="hidden at info"' in lines[0] and not any("reconnecting" in line for line in lines)
+
+
+def connection_lost() -> None:
+    """What kafka-python 3.0.12 logs when a broker closes its connection (a controlled shutdown) and while it is away
+    (each reconnect attempt, each metadata refresh), and a SASL failure, which it logs at the same level and must
+    still be shown."""
+    transport, connection = logging.getLogger("kafka.net.transport"), logging.getLogger("kafka.net.connection")
+    manager, cluster = logging.getLogger("kafka.net.manager"), logging.getLogger("kafka.cluster")
+    transport.error("%s: socket disconnected", "<KafkaTCPTransport [127.0.0.1:9092<-51828]>")
+    transport.error("%s: Abort (%s)", "<KafkaTCPTransport [127.0.0.1:9092<-51828]>", "socket disconnected")
+    connection.error("%s: Connection lost: %s", "<KafkaConnection node_id=1>", "socket disconnected")
+    manager.error("Connection failed: %s", "KafkaConnectionError: 111 ECONNREFUSED")
+    manager.error("Bootstrap attempt to bootstrap-0 failed: 111 ECONNREFUSED (backoff 0.05 secs)")
+    cluster.error("Metadata refresh: failed %s", "KafkaConnectionError: 111 ECONNREFUSED")
+    connection.error("%s: SaslHandshake failed: %s", "<KafkaConnection node_id=1>", "IllegalSaslStateError")
+
+
+def test_a_broker_going_away_logs_no_kafka_python_error_lines_but_a_sasl_failure_still_does(
+    captured: io.StringIO,
+) -> None:
+    setup_logging("info", "logfmt", captured)
+    connection_lost()
+    lines = captured.getvalue().splitlines()
+    assert len(lines) == 1 and "SaslHandshake failed" in lines[0], lines
+    # At debug they are all there, for whoever chases a connection problem.
+    setup_logging("debug", "logfmt", captured)
+    connection_lost()
+    assert len(captured.getvalue().splitlines()) == 1 + 7
 
 
 def test_a_second_set_up_replaces_the_first(captured: io.StringIO) -> None:
