@@ -77,7 +77,7 @@ def test_kcat_appears_as_the_broker_records_it_and_goes_within_a_cycle(
                 set(connections(exporter, client_software_name=name))
                 == {(str(node.node_id), "PLAINTEXT", name, version)}
             ),
-            timeout=15,
+            timeout=60,  # a wait for what must appear: it ends on the condition
             what=f"{name} {version} on broker {node.node_id}'s PLAINTEXT listener in /metrics",
         )
         assert min(connections(exporter, client_software_name=name).values()) >= 1
@@ -132,7 +132,7 @@ def test_client_on_the_sasl_ssl_listener_appears_under_it(
                 (str(node.node_id), "SASL_SSL", name, version)
                 in connections(exporter, client_software_name=name, listener="SASL_SSL")
             ),
-            timeout=15,
+            timeout=60,  # a wait for what must appear: it ends on the condition
             what=f"{name} {version} under SASL_SSL on broker {node.node_id}",
         )
 

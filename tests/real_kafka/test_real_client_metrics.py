@@ -90,7 +90,7 @@ def test_a_subscription_made_with_the_admin_api_is_listed_described_changed_and_
     ) as admin:
         wait_for(
             lambda: subscriptions_shown(exporter, cluster).get(name) == "30000",
-            timeout=15,
+            timeout=60,  # a wait for what must appear: it ends on the condition
             what=f"{name} (interval 30000) in /metrics of {cluster}",
         )
         series = scrape(exporter)
@@ -114,7 +114,7 @@ def test_a_subscription_made_with_the_admin_api_is_listed_described_changed_and_
         _set(admin, name, {"interval.ms": "45000"})
         wait_for(
             lambda: subscriptions_shown(exporter, cluster).get(name) == "45000",
-            timeout=15,
+            timeout=60,  # a wait for what must appear: it ends on the condition
             what=f"{name}'s new interval in /metrics of {cluster}",
         )
         # An incremental change keeps the other keys.
@@ -134,7 +134,7 @@ def test_a_subscription_on_one_cluster_is_not_shown_on_the_other(real_brokers: R
     with subscription(real_brokers, first, name, {"metrics": "*", "interval.ms": "60000"}):
         wait_for(
             lambda: name in subscriptions_shown(exporter, real_brokers.cluster_name(first)),
-            timeout=15,
+            timeout=60,  # a wait for what must appear: it ends on the condition
             what=f"{name} on {first}",
         )
         assert name not in subscriptions_shown(exporter, real_brokers.cluster_name(second))

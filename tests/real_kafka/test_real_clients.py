@@ -218,7 +218,7 @@ class WaveRunner:
 
         # On time out, each test says which of its client's series is missing.
         with contextlib.suppress(AssertionError):
-            wait_for(all_seen, timeout=20, what="every client of the wave on /metrics", interval=0.2)
+            wait_for(all_seen, timeout=60, what="every client of the wave on /metrics", interval=0.2)
         # A connection is counted as unknown from its accept until its ApiVersions (longer over TLS and SASL): a
         # client of the wave still connecting somewhere can add such a series to one scrape. Kept: what the next
         # cycle shows too.

@@ -225,7 +225,7 @@ def test_client_gauges_have_the_same_object_names(connected: dict[str, dict[str,
         return client_gauges(dump(pair["real"])) == client_gauges(dump(pair["double"]))
 
     # Each client's connections settle (bootstrap, then the broker's own address) at their own pace on each side.
-    if not _within(same, 20):
+    if not _within(same, 60):  # SCRAM over TLS on a busy machine: many seconds
         assert client_gauges(dump(pair["real"])) == client_gauges(dump(pair["double"]))
     gauges = client_gauges(dump(pair["real"]))
     # 4.x closes the legacy connection at its DescribeConfigs v0.

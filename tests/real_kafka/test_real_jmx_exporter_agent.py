@@ -133,7 +133,9 @@ def _collect(agent: Agent, preset: str) -> CollectOnce:
             "jmx": {"username": JMX_USER, "password": JMX_PASSWORD},
         },
     ]
-    return collect_once(agent.directory, clusters, interval_seconds=10, jmx_timeout_seconds=8)
+    # The agent renders every MBean of the broker through the rules at each scrape: seconds of CPU, many more on a
+    # busy machine; the deadline is the exporter's per-broker one, which a slow scrape must not lose to.
+    return collect_once(agent.directory, clusters, interval_seconds=30, jmx_timeout_seconds=25)
 
 
 def by_cluster(run: CollectOnce, sample: str, cluster: str, **match: str) -> dict[tuple[tuple[str, str], ...], float]:

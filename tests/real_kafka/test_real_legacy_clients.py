@@ -98,7 +98,7 @@ def test_produce_v2_on_3_9_is_a_blocker_on_metrics_the_status_page_and_the_shipp
                 return next(iter(deprecated.values())), next(iter(blocking.values()))
             return None
 
-        first = eventually(produce_v2_counts, 20, "Produce v2 counted on /metrics")
+        first = eventually(produce_v2_counts, 60, "Produce v2 counted on /metrics")  # a JVM client start, busy machine
         eventually(
             lambda: (now := produce_v2_counts()) is not None and now[0] > first[0] and now[1] > first[1],
             20,
