@@ -143,6 +143,17 @@ class FirstSeries:
             self._stop.wait(0.25)
 
 
+#: The kcat identities of the demo's story, the same on real brokers and on the double.
+KCAT_IDENTITIES: list[ClientSpec] = [
+    (ClientKind.KCAT, "billing-service", "1.4.2", "billing-ledger"),
+    (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT", "etl-nightly"),
+    # What an old librdkafka sends (KIP-511 since librdkafka 1.4): below the shipped floor 1.8.2.
+    (ClientKind.KCAT, "librdkafka", "1.6.0", "orders-ingest"),
+    # Denied by demo_policy.yaml.
+    (ClientKind.KCAT, "librdkafka", "2.0.2", "payments-audit"),
+]
+
+
 class InventoryJob:
     """`kafka-client-exporter inventory --incremental` over the brokers' request logs, once, in the background.
 

@@ -25,6 +25,7 @@ from kafka.protocol.producer import ProduceRequest
 
 from demo.common import (
     CLUSTER,
+    KCAT_IDENTITIES,
     LEGACY_CLIENT_ID,
     POLICY,
     RULES,
@@ -49,12 +50,7 @@ BROKERS = [
 ]
 LEGACY_BROKER = 3
 PLAINTEXT_CLIENTS: list[ClientSpec] = [
-    (ClientKind.KCAT, "billing-service", "1.4.2", "billing-ledger"),
-    (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT", "etl-nightly"),
-    # What an old librdkafka sends (KIP-511 since librdkafka 1.4): below the shipped floor 1.8.2.
-    (ClientKind.KCAT, "librdkafka", "1.6.0", "orders-ingest"),
-    # Denied by demo_policy.yaml.
-    (ClientKind.KCAT, "librdkafka", "2.0.2", "payments-audit"),
+    *KCAT_IDENTITIES,
     ClientKind.CONFLUENT,
     ClientKind.KAFKA_PYTHON,
     ClientKind.AIOKAFKA,

@@ -52,6 +52,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from demo.common import (
     CLUSTER,
+    KCAT_IDENTITIES,
     LEGACY_CLIENT_ID,
     POLICY,
     RULES,
@@ -112,12 +113,7 @@ LEGACY_NODE = 1
 TOPIC = KCAT_TOPIC
 JMX_USER = "monitor"
 CLIENTS: list[ClientSpec] = [
-    (ClientKind.KCAT, "billing-service", "1.4.2", "billing-ledger"),
-    (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT", "etl-nightly"),
-    # What an old librdkafka sends (KIP-511 since librdkafka 1.4): below the shipped floor 1.8.2.
-    (ClientKind.KCAT, "librdkafka", "1.6.0", "orders-ingest"),
-    # Denied by demo_policy.yaml.
-    (ClientKind.KCAT, "librdkafka", "2.0.2", "payments-audit"),
+    *KCAT_IDENTITIES,
     (ClientKind.KCAT, "inventory-sync", "3.2.0", "inventory-sync"),
     ClientKind.CONFLUENT,
     ClientKind.KAFKA_PYTHON,
