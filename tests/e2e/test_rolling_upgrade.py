@@ -635,17 +635,35 @@ def nothing_served_while_down(story: Story, node: int, since: float, until: floa
     return len(cycles)
 
 
+def kill_mid_cycle(node: KafkaNode, timeout: float = 3 * INTERVAL) -> float:
+    """SIGKILL ``node`` as soon as its request log shows the exporter's next ApiVersions; when the signal was sent."""
+    log = node.logs.request_log
+    offset = log.stat().st_size
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        size = log.stat().st_size
+        if size < offset:  # log4j rolled the file: the new one starts empty
+            offset = 0
+        if size > offset:
+            with log.open("rb") as file:
+                file.seek(offset)
+                fresh = file.read(size - offset)
+            offset = size
+            if b'"clientId":"kafka-client-exporter' in fresh and b'"requestApiKeyName":"API_VERSIONS"' in fresh:
+                break
+        time.sleep(0.005)
+    sent = time.time()
+    node.kill()
+    return sent
+
+
 def test_a_node_killed_mid_cycle_is_down_within_a_cycle_and_its_clients_are_back_within_two(story: Story) -> None:
     node = story.cluster.node(KILLED)
     _, before = story.settled("before the kill")
     returning = on_broker(before, KILLED) & RETURNING
-    # The middle of the next cycle: the exporter reads every broker in it, this one among them.
-    last = story.scrape()
-    next_start = last.cycle_started + INTERVAL
-    while next_start < time.time():
-        next_start += INTERVAL
-    time.sleep(max(0.0, next_start + max(last.taken_at - last.cycle_started, 0.1) / 2 - time.time()))
-    node.kill()
+    # In the middle of a cycle: at the exporter's ApiVersions to this broker, which each cycle sends while it reads
+    # the brokers' gauges; the sampler's snapshots then say whether the kill fell inside one.
+    kill_sent = kill_mid_cycle(node)
     killed_at = story.kill_time = time.time()
     others = [n.node_id for n in story.nodes if n.node_id != KILLED]
 
@@ -656,11 +674,11 @@ def test_a_node_killed_mid_cycle_is_down_within_a_cycle_and_its_clients_are_back
     reasons = sorted(down.errors(KILLED))
     _, while_down = story.settled("while the killed node is down")
     assert not any(b == str(KILLED) for b, _, _, _ in while_down)
-    spanning = story.sampler.spanning(killed_at)
+    spanning = story.sampler.spanning(kill_sent)
     story.journal.note(
         f"node {KILLED} SIGKILLed "
         + (
-            f"mid-cycle ({killed_at - spanning.cycle_started:.2f} s into a "
+            f"mid-cycle ({kill_sent - spanning.cycle_started:.2f} s into a "
             f"{spanning.taken_at - spanning.cycle_started:.2f} s cycle)"
             if spanning
             else "between two cycles"
@@ -827,10 +845,16 @@ def test_after_the_roll_the_0_10_producers_are_refused_by_every_broker(story: St
     assert story.roll_done_at, "the roll did not complete"
     for client_id in LEGACY.values():
         refused_client(story.clients[client_id])
-    refused = {
-        node.node_id: node.logs.server_log.read_text(errors="replace").count(REFUSED_PRODUCE) for node in story.nodes
-    }
-    assert all(refused.values()), refused
+
+    def refusals() -> dict[int, int] | None:
+        found = {
+            node.node_id: node.logs.server_log.read_text(errors="replace").count(REFUSED_PRODUCE)
+            for node in story.nodes
+        }
+        return found if all(found.values()) else None
+
+    # The last node refuses them once the controller has given it back its partition's leadership.
+    refused = eventually(refusals, 30, "every broker refusing the 0.10 producers' Produce v2")
     served = story.scrape()
     assert not served.values("kafka_client_deprecated_requests_total", kafka_cluster=CLUSTER)
     assert not served.values("kafka_client_upgrade_blocking_requests_total", kafka_cluster=CLUSTER)
@@ -840,6 +864,29 @@ def test_after_the_roll_the_0_10_producers_are_refused_by_every_broker(story: St
         f"after the roll: the 0.10 producers fail every send ({CLIENT_REFUSED}...); server.log refusals by node "
         f"{refused}; no deprecated-request series; KafkaClientDeprecatedRequests {states or 'inactive'}"
     )
+    # Without them nothing churns: every connection is counted again, the replica fetchers of the 4.4.0 brokers as
+    # unknown (they send no ApiVersions either).
+    for client_id in LEGACY.values():
+        story.clients[client_id].close()
+    story.churning.clear()
+    _, truth = story.settled("after the roll, the 0.10 producers closed")
+    assert ("unknown", "unknown") in by_version(truth), "the 4.4.0 replica fetchers"
+    story.journal.note(f"after the roll, the 0.10 producers closed, served = kernel: {show(truth)}")
+
+
+def test_the_roll_logged_no_error_and_one_warning_per_source_of_each_node_down(story: Story) -> None:
+    """The exporter's log over the story: kafka-python's connection errors stay out of it; each node's outage is a
+    warning per source with its cause (another if the cause changes while it is down), and its return one line."""
+    lines = (story.directory / "exporter.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    errors = [line for line in lines if "level=error" in line]
+    assert not errors, errors[:10]
+    for node in story.nodes:
+        for source in ("jmx", "api_versions"):
+            down = [line for line in lines if "level=warn" in line and f"{CLUSTER}/{node.node_id} ({source}):" in line]
+            back = [line for line in lines if f'msg="{CLUSTER}/{node.node_id} ({source}) recovered"' in line]
+            restarts = 2 if node.node_id == KILLED else 1
+            assert len(back) == restarts and restarts <= len(down) <= 2 * restarts, (node.node_id, source, down, back)
+    story.journal.note(f"the exporter logged {len(lines)} lines over the story, no error")
 
 
 def refused_client(client: RealClient) -> None:
