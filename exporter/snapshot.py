@@ -159,6 +159,10 @@ class ClientIdentity(NamedTuple):
     connections: int
 
 
+#: What tells identities apart in the inventory's tables: clientId, principal, source host, listener.
+IdentityKey = tuple[str | None, str, str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class InventoryReading:
     """The inventory job's latest publication for one cluster."""
@@ -176,10 +180,17 @@ class InventoryReading:
     identity_counts: Mapping[tuple[str, str], int] = field(repr=False)
     rows: int  # rows of the clients table
     not_loaded: int  # rows past the load limit (inventory.max_loaded_identities), the least active ones
+    # Who the job saw sending each request version its target release no longer serves (its upgrade_impact table):
+    # (software name, version, request, request version) -> (clientId, principal, source host, listener) of each.
+    # A pair's identities are everyone running that software; only these sent the blocking request.
+    blocking_senders: Mapping[tuple[str, str, str, str], frozenset[IdentityKey]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "identities", _frozen(self.identities))
         object.__setattr__(self, "identity_counts", _frozen(self.identity_counts))
+        object.__setattr__(self, "blocking_senders", _frozen(self.blocking_senders))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,3 +19,19 @@ FORMAT = 1
 CLIENTS_CSV = "clients.csv"
 CLIENT_KEY = ("client_id", "principal", "source_host", "listener", "software_name", "software_version")
 CLIENTS_COLUMNS = (*CLIENT_KEY, "first_seen", "last_seen", "requests", "connections")
+#: The upgrade_impact table as a CSV in the run's directory: who blocks the upgrade to the job's target release (kind
+#: ``api_version``: an API version it no longer serves, with the versions used) and who breaks the version policy
+#: (kind ``policy``). The exporter reads the first kind to name who sends each blocking request.
+UPGRADE_IMPACT_CSV = "upgrade_impact.csv"
+UPGRADE_IMPACT_COLUMNS = (
+    *CLIENT_KEY,
+    "kind",
+    "reason",
+    "api_key",
+    "api_name",
+    "versions_used",
+    "min_version_required",
+    "requests",
+    "detail",
+)
+KIND_API_VERSION = "api_version"

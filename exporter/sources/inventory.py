@@ -22,8 +22,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from exporter.config.settings import ClusterInventory
-from exporter.request_logs.layout import CLIENTS_COLUMNS, CLIENTS_CSV, FORMAT, PUBLICATION
-from exporter.snapshot import CLUSTER_BROKER, ClientIdentity, InventoryReading, SourceResult
+from exporter.request_logs.layout import (
+    CLIENTS_COLUMNS,
+    CLIENTS_CSV,
+    FORMAT,
+    KIND_API_VERSION,
+    PUBLICATION,
+    UPGRADE_IMPACT_COLUMNS,
+    UPGRADE_IMPACT_CSV,
+)
+from exporter.snapshot import CLUSTER_BROKER, ClientIdentity, IdentityKey, InventoryReading, SourceResult
 from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
 
 #: publication.json is a few KB; anything much larger is not one.
@@ -150,6 +158,56 @@ def _fields(row: Sequence[str], line: int, path: Path, null_client_id: bool) -> 
     )
 
 
+_IMPACT = {column: index for index, column in enumerate(UPGRADE_IMPACT_COLUMNS)}
+
+
+def _blocking_senders(path: Path) -> dict[tuple[str, str, str, str], frozenset[IdentityKey]]:
+    """From the run's upgrade_impact table, who sent each request version the job's target release no longer serves:
+    (software name, version, request, request version) -> identity keys. A run without the file (a job older than
+    the table) names nobody in particular: the status page then falls back on everyone running the version."""
+    found: dict[tuple[str, str, str, str], set[IdentityKey]] = {}
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            starts = _RecordStarts(iter(handle))
+            reader = csv.reader(starts)
+            header = next(reader, None)
+            if header is None or tuple(header) != UPGRADE_IMPACT_COLUMNS:
+                raise InventoryProblem(
+                    Reason.INVALID_DATA, f"{path}: header {header!r}, expected {','.join(UPGRADE_IMPACT_COLUMNS)}"
+                )
+            while True:
+                starts.next_record()
+                if (row := next(reader, None)) is None:
+                    break
+                if len(row) != len(UPGRADE_IMPACT_COLUMNS):
+                    raise InventoryProblem(
+                        Reason.INVALID_DATA,
+                        f"{path} line {reader.line_num}: {len(row)} fields, upgrade_impact has "
+                        f"{len(UPGRADE_IMPACT_COLUMNS)}",
+                    )
+                if row[_IMPACT["kind"]] != KIND_API_VERSION:
+                    continue
+                client_id: str | None = row[_IMPACT["client_id"]]
+                if not client_id and not starts.first.startswith('"'):
+                    client_id = None
+                key: IdentityKey = (
+                    client_id,
+                    sys.intern(row[_IMPACT["principal"]]),
+                    sys.intern(row[_IMPACT["source_host"]]),
+                    sys.intern(row[_IMPACT["listener"]]),
+                )
+                pair = (sys.intern(row[_IMPACT["software_name"]]), sys.intern(row[_IMPACT["software_version"]]))
+                for version in row[_IMPACT["versions_used"]].split(","):
+                    found.setdefault((*pair, row[_IMPACT["api_name"]], version), set()).add(key)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InventoryProblem(Reason.UNREADABLE, f"cannot read {path}: {exc.strerror or exc}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise InventoryProblem(Reason.INVALID_DATA, f"{path} is not a UTF-8 CSV: {exc}") from None
+    return {request: frozenset(keys) for request, keys in found.items()}
+
+
 def load_publication(directory: Path, max_loaded: int) -> InventoryReading:
     """The publication in `directory`; InventoryProblem when there is none or it cannot be read whole."""
     pointer = _pointer(directory)
@@ -213,6 +271,7 @@ def load_publication(directory: Path, max_loaded: int) -> InventoryReading:
         identity_counts=counts,
         rows=rows,
         not_loaded=rows - len(kept),
+        blocking_senders=_blocking_senders(directory / pointer["run_dir"] / UPGRADE_IMPACT_CSV),
     )
 
 

@@ -165,6 +165,15 @@ def _blockers(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> 
         blocker.count += row.count
         blocker.brokers.add(row.broker)
     who = {(line.software_name, line.software_version): line.identities for line in lines}
+    reading = next(
+        (
+            r.kept_reading_of(InventoryReading)
+            for r in snapshot.results
+            if r.key.cluster == cluster and r.key.source == SourceName.INVENTORY
+        ),
+        None,
+    )
+    senders = reading.blocking_senders if reading is not None else {}
     for blocker in found.values():
         pair = (blocker.software_name, blocker.software_version)
         if pair not in who:
@@ -175,7 +184,16 @@ def _blockers(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> 
         elif not who[pair]:
             blocker.unnamed = "not in the inventory"
         else:
-            blocker.identities = who[pair] or []
+            identities = who[pair] or []
+            # Everyone running the version is not everyone sending the request: `unknown` gathers every client that
+            # sends no name, replica fetchers (which send no ApiVersions) among them. Those the job saw sending it,
+            # when it saw any.
+            sent = senders.get((*pair, blocker.request, blocker.version))
+            if sent:
+                identities = [i for i in identities if (i.client_id, i.principal, i.source_host, i.listener) in sent]
+                if not identities:
+                    blocker.unnamed = "its senders are not among the identities loaded (max_loaded_identities)"
+            blocker.identities = identities
     return sorted(found.values(), key=lambda b: (-b.count, b.software_name, b.software_version, b.request))
 
 

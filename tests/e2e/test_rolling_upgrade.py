@@ -606,6 +606,9 @@ def test_before_the_roll_both_0_10_producers_block_the_upgrade_and_the_status_pa
 
     row = eventually(named, 30, "the status page naming both 0.10 producers behind Produce v2")
     assert row["target"] == TARGET_RELEASE and set(row["brokers"].split(", ")) == {str(b) for b in counts}
+    # Only them: the replica fetchers are `unknown` too (they send no ApiVersions) and far more active, but the
+    # inventory saw only the producers send Produce v2.
+    assert sorted(row["run-by"].split(", ")) == sorted(f"{cid} on 127.0.0.1" for cid in LEGACY.values()), row
     story.journal.note(f"status page, upgrade blockers: unknown unknown Produce v2, run by: {row['run-by']}")
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from exporter.config.settings import ClusterInventory
 from exporter.judging.identities import join_identities
-from exporter.request_logs.layout import CLIENTS_COLUMNS, FORMAT
+from exporter.request_logs.layout import CLIENTS_COLUMNS, FORMAT, UPGRADE_IMPACT_COLUMNS
 from exporter.snapshot import CLUSTER_BROKER, InventoryReading, JudgedClient, Reading, SourceKey, SourceResult
 from exporter.sources.base import Reason, SourceError
 from exporter.sources.inventory import InventorySource, load_publication
@@ -102,6 +102,49 @@ def test_a_null_and_an_empty_client_id_are_told_apart(tmp_path: Path) -> None:
     ]
     reading = load_publication(tmp_path, max_loaded=100)
     assert [i.client_id for i in reading.identities[("kafkajs", "unknown")]] == [None, "", "multi\nline", None]
+
+
+def impact(client_id: str | None, kind: str, api_name: str = "", versions: str = "") -> list[str | None]:
+    """An upgrade_impact row of a legacy producer (or of a replica fetcher, which only breaks the policy)."""
+    api = [None, None, None, None] if kind == "policy" else ["0", api_name, versions, "3"]
+    return [client_id, "User:ANONYMOUS", "10.0.0.9", "PLAINTEXT", "unknown", "unknown", kind,
+            "unknown_software" if kind == "policy" else "version_removed", api[0], api[1], api[2], api[3], "12",
+            "detail"]  # fmt: skip
+
+
+def test_who_sent_each_blocking_request_is_read_from_upgrade_impact(tmp_path: Path) -> None:
+    # What a real three-broker cluster's logs give: the replica fetchers send no ApiVersions, so they are `unknown`
+    # like the 0.10 producers, but only the producers sent Produce v2 (and one of them v1 too).
+    publish(tmp_path, "r1", CLIENTS)
+    rows = [
+        impact("broker-2-fetcher-0", "policy"),
+        impact("legacy-0.10.2", "api_version", "Produce", "2"),
+        impact(None, "api_version", "Produce", "1,2"),
+        impact("", "api_version", "Produce", "2"),
+    ]
+    with (tmp_path / "runs/r1/upgrade_impact.csv").open("w", encoding="utf-8", newline="") as handle:
+        handle.write(spark_csv_line(UPGRADE_IMPACT_COLUMNS))
+        handle.writelines(spark_csv_line(row) for row in rows)
+    senders = load_publication(tmp_path, max_loaded=100).blocking_senders
+    who = ("User:ANONYMOUS", "10.0.0.9", "PLAINTEXT")
+    assert dict(senders) == {
+        ("unknown", "unknown", "Produce", "2"): {("legacy-0.10.2", *who), (None, *who), ("", *who)},
+        ("unknown", "unknown", "Produce", "1"): {(None, *who)},
+    }
+
+
+def test_the_exporter_reads_upgrade_impact_as_the_job_writes_it() -> None:
+    from exporter.request_logs.upgrade import IMPACT_COLUMNS, KIND_API
+
+    assert (tuple(IMPACT_COLUMNS), KIND_API) == (UPGRADE_IMPACT_COLUMNS, "api_version")
+
+
+def test_a_run_without_upgrade_impact_names_no_sender_and_a_damaged_one_is_invalid(tmp_path: Path) -> None:
+    publish(tmp_path, "r1", CLIENTS)
+    assert not load_publication(tmp_path, max_loaded=100).blocking_senders
+    (tmp_path / "runs/r1/upgrade_impact.csv").write_text("client_id,who\n", encoding="utf-8")
+    source = InventorySource("prod", ClusterInventory(path=tmp_path))
+    assert failure(source).reason == Reason.INVALID_DATA
 
 
 def test_memory_holds_the_most_active_rows_only_and_counts_the_rest(tmp_path: Path) -> None:

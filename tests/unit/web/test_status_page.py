@@ -294,3 +294,46 @@ def test_upgrade_blockers_are_listed_with_who_runs_them() -> None:
     assert {r["target"] for r in rows} == {"4.0.0"}
     # Without any blocking request there is no section.
     assert "blockers-prod" not in tables_of(render_status_page(replace(rich, blocking_requests=()), NOW))
+
+
+def test_a_blocker_is_run_by_those_the_inventory_saw_send_it_not_everyone_on_its_version() -> None:
+    # A real three-broker cluster: the replica fetchers send no ApiVersions, so their brokers record them as
+    # `unknown` like the 0.10 producers, and they are far more active. Only the producers sent Produce v2.
+    from dataclasses import replace
+
+    from exporter.judging.identities import join_identities
+    from exporter.judging.upgrade import UpgradeJudge
+    from exporter.snapshot import DeprecatedRequests
+    from tests.unit.collectors.rich_snapshot import PROD_1_JMX, PROD_INVENTORY, identity, inventory, judged
+
+    fetchers = [identity(f"broker-{n}-fetcher-0", "unknown", "unknown", 900 + n) for n in (2, 3)]
+    producers = [identity(name, "unknown", "unknown", 40) for name in ("legacy-0.10.2", "legacy-0.10.1")]
+    reading = replace(
+        inventory(*fetchers, *producers),
+        blocking_senders={
+            ("unknown", "unknown", "Produce", "2"): frozenset(
+                (p.client_id, p.principal, p.source_host, p.listener) for p in producers
+            )
+        },
+    )
+    meter = JmxReading(deprecated_requests=(DeprecatedRequests("Produce", "2", "unknown", "unknown", 12),))
+    results = (
+        SourceResult(PROD_1_JMX, True, 0.1, 1000.0, reading=meter),
+        SourceResult(PROD_INVENTORY, True, 0.01, 1000.0, reading=reading),
+    )
+    clients = (judged("1", "0", "unknown", "unknown", 4, violation="unknown_software"),)
+    identities, _ = join_identities(results, clients, {"prod": 10})
+    page = render_status_page(
+        snapshot(
+            clients,
+            results,
+            blocking_requests=UpgradeJudge("4.0.0").judge(results),
+            identities=identities,
+        ),
+        NOW,
+    )
+    [row] = tables_of(page)["blockers-prod"]
+    assert row["run-by"] == "legacy-0.10.2 on 10.0.0.1, legacy-0.10.1 on 10.0.0.1"
+    # The version's own line still lists everyone the inventory has behind it, the fetchers first.
+    who = [r["client-id"] for r in tables_of(page)["who-prod-unknown-unknown"]]
+    assert who == ["broker-3-fetcher-0", "broker-2-fetcher-0", "legacy-0.10.2", "legacy-0.10.1"]
