@@ -534,7 +534,9 @@ def test_before_the_roll_every_connection_the_kernel_shows_is_served(story: Stor
         identity = (client.expected.software_name, client.expected.software_version)
         assert identity in by_version(truth), f"{client.kind.value} connected"
     assert served.releases() == dict.fromkeys(brokers, INFERRED[FROM])
-    assert served.feature("metadata.version") == dict.fromkeys(brokers, METADATA_VERSION[FROM])
+    # 3.9-IV0 finalizes metadata.version only: every other feature is at level 0, which ApiVersions leaves out.
+    finalized = {broker: served.finalized(broker) for broker in brokers}
+    assert finalized == {broker: {"metadata.version": METADATA_VERSION[FROM]} for broker in brokers}
     assert all(served.up(broker, source) == 1 for broker in brokers for source in ("jmx", "api_versions"))
     assert not story.alerts("KafkaBrokerReleaseSkew")
 
@@ -863,6 +865,7 @@ def test_after_the_roll_the_0_10_producers_are_refused_by_every_broker(story: St
     assert not served.values("kafka_client_upgrade_blocking_requests_total", kafka_cluster=CLUSTER)
     # The alert looks 15 minutes back: it stays pending (and would fire) while those counts are in its window.
     states = {a["state"] for a in story.alerts("KafkaClientDeprecatedRequests")}
+    assert states and states <= {"pending", "firing"}, "the blocker alert still looks back at the 3.9 brokers' counts"
     story.journal.note(
         f"after the roll: the 0.10 producers fail every send ({CLIENT_REFUSED}...); server.log refusals by node "
         f"{refused}; no deprecated-request series; KafkaClientDeprecatedRequests {states or 'inactive'}"
@@ -874,6 +877,13 @@ def test_after_the_roll_the_0_10_producers_are_refused_by_every_broker(story: St
     story.churning.clear()
     _, truth = story.settled("after the roll, the 0.10 producers closed")
     assert ("unknown", "unknown") in by_version(truth), "the 4.4.0 replica fetchers"
+    # They alone keep the unknown-software alert pending on the brokers they fetch from.
+    fetched_from = {broker for broker, _, name, version in truth if (name, version) == UNKNOWN_PAIR}
+    eventually(
+        lambda: {a["labels"]["broker"] for a in story.alerts("KafkaClientUnknownSoftware")} >= fetched_from,
+        15,
+        "KafkaClientUnknownSoftware for the replica fetchers",
+    )
     story.journal.note(f"after the roll, the 0.10 producers closed, served = kernel: {show(truth)}")
 
 
