@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
+import random
 import socket
 import threading
 from collections.abc import Iterator
@@ -42,7 +44,13 @@ def _next_in_slice(ports: range) -> int:
     global _cursor
     with _lock:
         if _cursor is None:
-            _cursor = itertools.cycle(ports)
+            # From a random point of the slice, so that two test sessions on one machine (their workers share
+            # names, hence slices) do not walk the same ports in step; and in strides of several ports (prime to the
+            # slice's length, so every port comes once a round), so that a server that takes the next port when its
+            # own is taken (Spark's web UIs do) does not land on the port handed out next.
+            start, size = random.randrange(len(ports)), len(ports)
+            stride = next(k for k in (7, 11, 13, 17, 19) if math.gcd(k, size) == 1)
+            _cursor = itertools.cycle([ports[(start + stride * i) % size] for i in range(size)])
         return next(_cursor)
 
 
