@@ -276,7 +276,9 @@ def test_a_bridge_killed_mid_cycle_fails_that_cycles_reads_and_the_next_cycle_is
 
 def test_a_frozen_bridge_is_replaced_and_costs_one_cycle(mbean_host: MBeanHost) -> None:
     brokers = [{"id": 95 + i, "jmx_url": populate(mbean_host, 95 + i, free_port())} for i in range(2)]
-    loop = CollectionLoop(settings(brokers, timeout=2))
+    # The replacement's JVM starts within the next cycle's deadline: 5 s, so that on a busy machine that start
+    # costs no read of that cycle (with 2 s it did, beside three busy workers).
+    loop = CollectionLoop(settings(brokers, timeout=5))
 
     async def run() -> tuple[list[Snapshot], int, int]:
         first = await loop.run_cycle()
@@ -296,7 +298,7 @@ def test_a_frozen_bridge_is_replaced_and_costs_one_cycle(mbean_host: MBeanHost) 
     healthy = {str(b["id"]): (True, None) for b in brokers}
     assert up(first) == up(after) == healthy
     assert up(stalled) == {broker: (False, "jmx_bridge") for broker in healthy}
-    assert stalled.cycle_duration_seconds < 3
+    assert stalled.cycle_duration_seconds < 6  # the deadline, no more
 
 
 def test_no_thread_or_descriptor_growth_over_many_cycles(mbean_host: MBeanHost) -> None:
