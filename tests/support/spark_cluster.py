@@ -109,7 +109,9 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         try:
             return sum(1 for w in self.state().get("workers", []) if w.get("state") == "ALIVE")
-        except OSError:
+        except (OSError, ValueError):
+            # Not answering yet, or answering with its HTML page: the master's UI serves its port before it has
+            # attached /json/ (seen on a busy machine).
             return 0
 
     def wait_for_workers(self, count: int, timeout: float = 120) -> None:
