@@ -97,9 +97,9 @@ def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from bench.inventory_logs import generate
 
     logs = tmp_path_factory.mktemp("generated") / "logs"
-    # Enough for a pass of many tasks lasting several progress intervals (5 s) on two one-core executors; 200 MB
-    # did the same at three times the CPU.
-    generate(logs, 64_000_000, 5_000)
+    # A parse stage that lasts several of the job's progress intervals (5 s) on two one-core executors, so that the
+    # kill lands among running tasks: 64 MB in 8 MB splits was over between two progress lines on an idle machine.
+    generate(logs, 200_000_000, 5_000)
     return logs
 
 
@@ -116,14 +116,7 @@ def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
     with stderr.open("w") as log:
         run = subprocess.Popen(
             inventory_command(
-                "--input",
-                str(generated_logs),
-                "--output",
-                str(output),
-                "--master",
-                cluster.url,
-                # 8 MB splits: a parse stage of eight tasks or more, so the kill lands among running ones.
-                conf=["--conf", "spark.sql.files.maxPartitionBytes=8m"],
+                "--input", str(generated_logs), "--output", str(output), "--master", cluster.url, conf=[]
             ),
             stdout=subprocess.DEVNULL,
             stderr=log,
