@@ -158,6 +158,23 @@ def _fields(row: Sequence[str], line: int, path: Path, null_client_id: bool) -> 
     )
 
 
+def _csv_records(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[list[str], int, bool]]:
+    """The records of one of the job's CSVs after its header, checked against ``columns``: each with its line
+    number and whether its first field was quoted (an empty field against "": a null clientId against an empty
+    one). The caller maps read and decoding errors to its own reasons."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        starts = _RecordStarts(iter(handle))
+        reader = csv.reader(starts)
+        header = next(reader, None)
+        if header is None or tuple(header) != columns:
+            raise InventoryProblem(Reason.INVALID_DATA, f"{path}: header {header!r}, expected {','.join(columns)}")
+        while True:
+            starts.next_record()
+            if (row := next(reader, None)) is None:
+                return
+            yield row, reader.line_num, starts.first.startswith('"')
+
+
 _IMPACT = {column: index for index, column in enumerate(UPGRADE_IMPACT_COLUMNS)}
 
 
@@ -167,38 +184,26 @@ def _blocking_senders(path: Path) -> dict[tuple[str, str, str, str], frozenset[I
     the table) names nobody in particular: the status page then falls back on everyone running the version."""
     found: dict[tuple[str, str, str, str], set[IdentityKey]] = {}
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            starts = _RecordStarts(iter(handle))
-            reader = csv.reader(starts)
-            header = next(reader, None)
-            if header is None or tuple(header) != UPGRADE_IMPACT_COLUMNS:
+        for row, line, quoted in _csv_records(path, UPGRADE_IMPACT_COLUMNS):
+            if len(row) != len(UPGRADE_IMPACT_COLUMNS):
                 raise InventoryProblem(
-                    Reason.INVALID_DATA, f"{path}: header {header!r}, expected {','.join(UPGRADE_IMPACT_COLUMNS)}"
+                    Reason.INVALID_DATA,
+                    f"{path} line {line}: {len(row)} fields, upgrade_impact has {len(UPGRADE_IMPACT_COLUMNS)}",
                 )
-            while True:
-                starts.next_record()
-                if (row := next(reader, None)) is None:
-                    break
-                if len(row) != len(UPGRADE_IMPACT_COLUMNS):
-                    raise InventoryProblem(
-                        Reason.INVALID_DATA,
-                        f"{path} line {reader.line_num}: {len(row)} fields, upgrade_impact has "
-                        f"{len(UPGRADE_IMPACT_COLUMNS)}",
-                    )
-                if row[_IMPACT["kind"]] != KIND_API_VERSION:
-                    continue
-                client_id: str | None = row[_IMPACT["client_id"]]
-                if not client_id and not starts.first.startswith('"'):
-                    client_id = None
-                key: IdentityKey = (
-                    client_id,
-                    sys.intern(row[_IMPACT["principal"]]),
-                    sys.intern(row[_IMPACT["source_host"]]),
-                    sys.intern(row[_IMPACT["listener"]]),
-                )
-                pair = (sys.intern(row[_IMPACT["software_name"]]), sys.intern(row[_IMPACT["software_version"]]))
-                for version in row[_IMPACT["versions_used"]].split(","):
-                    found.setdefault((*pair, row[_IMPACT["api_name"]], version), set()).add(key)
+            if row[_IMPACT["kind"]] != KIND_API_VERSION:
+                continue
+            client_id: str | None = row[_IMPACT["client_id"]]
+            if not client_id and not quoted:
+                client_id = None
+            key: IdentityKey = (
+                client_id,
+                sys.intern(row[_IMPACT["principal"]]),
+                sys.intern(row[_IMPACT["source_host"]]),
+                sys.intern(row[_IMPACT["listener"]]),
+            )
+            pair = (sys.intern(row[_IMPACT["software_name"]]), sys.intern(row[_IMPACT["software_version"]]))
+            for version in row[_IMPACT["versions_used"]].split(","):
+                found.setdefault((*pair, row[_IMPACT["api_name"]], version), set()).add(key)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -217,31 +222,20 @@ def load_publication(directory: Path, max_loaded: int) -> InventoryReading:
     counts: dict[tuple[str, str], int] = {}
     rows = 0
     try:
-        with clients.open(encoding="utf-8", newline="") as handle:
-            starts = _RecordStarts(iter(handle))
-            reader = csv.reader(starts)
-            header = next(reader, None)
-            if header is None or tuple(header) != CLIENTS_COLUMNS:
-                raise InventoryProblem(
-                    Reason.INVALID_DATA, f"{clients}: header {header!r}, expected {','.join(CLIENTS_COLUMNS)}"
-                )
-            while True:
-                starts.next_record()
-                if (row := next(reader, None)) is None:
-                    break
-                fields = _fields(row, reader.line_num, clients, null_client_id=not starts.first.startswith('"'))
-                rows += 1
-                if not rows % 2000:
-                    # Hands the GIL over: the event loop's thread otherwise waited up to 800 ms at a time for it
-                    # while a million rows went by.
-                    time.sleep(0)
-                pair = (fields[4], fields[5])
-                counts[pair] = counts.get(pair, 0) + 1
-                entry = (fields[8], -rows, fields)
-                if len(kept) < max_loaded:
-                    heapq.heappush(kept, entry)
-                elif entry[:2] > kept[0][:2]:
-                    heapq.heapreplace(kept, entry)
+        for row, line, quoted in _csv_records(clients, CLIENTS_COLUMNS):
+            fields = _fields(row, line, clients, null_client_id=not quoted)
+            rows += 1
+            if not rows % 2000:
+                # Hands the GIL over: the event loop's thread otherwise waited up to 800 ms at a time for it
+                # while a million rows went by.
+                time.sleep(0)
+            pair = (fields[4], fields[5])
+            counts[pair] = counts.get(pair, 0) + 1
+            entry = (fields[8], -rows, fields)
+            if len(kept) < max_loaded:
+                heapq.heappush(kept, entry)
+            elif entry[:2] > kept[0][:2]:
+                heapq.heapreplace(kept, entry)
     except FileNotFoundError:
         raise InventoryProblem(
             Reason.INVALID_DATA,
