@@ -17,26 +17,18 @@ from pyspark.sql import types as T
 
 from exporter.kafka_releases.upgrade_target import UpgradeTarget
 from exporter.policy import Policy
+from exporter.request_logs.layout import KIND_API_VERSION, UPGRADE_IMPACT_COLUMNS
 from exporter.request_logs.local_rows import local_table
 from exporter.request_logs.tables import CLIENT_KEY
 
-KIND_API = "api_version"
+KIND_API = KIND_API_VERSION
 KIND_POLICY = "policy"
 REASON_VERSION_REMOVED = "version_removed"
 REASON_API_REMOVED = "api_removed"
 MAX_SOFTWARE_PAIRS = 100_000
 
-IMPACT_COLUMNS = [
-    *CLIENT_KEY,
-    "kind",
-    "reason",
-    "api_key",
-    "api_name",
-    "versions_used",
-    "min_version_required",
-    "requests",
-    "detail",
-]
+# The table's columns and the kind the exporter reads back are the published layout's (layout.py).
+IMPACT_COLUMNS = list(UPGRADE_IMPACT_COLUMNS)
 
 _RANGE_SCHEMA = T.StructType(
     [
