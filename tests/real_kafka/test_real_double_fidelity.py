@@ -90,27 +90,36 @@ class Side:
 
 
 @pytest.fixture(scope="module")
-def double(real_brokers: RealBrokers, mbean_host: MBeanHost) -> Iterator[DoubleCluster]:
-    """Brokers of the real ones' releases, each with a PLAINTEXT and a SASL_SSL listener of three processors (the
-    real brokers' num.network.threads default) and the same TLS certificate and SCRAM user."""
+def doubles(real_brokers: RealBrokers, mbean_host: MBeanHost) -> Iterator[dict[str, DoubleCluster]]:
+    """Per release, a one-broker cluster as the real ones are, with a PLAINTEXT and a SASL_SSL listener of three
+    processors (the real brokers' num.network.threads default) and the same TLS certificate and SCRAM user. One
+    cluster of both would list both brokers in Metadata, and a client bootstrapped on one could move to the other."""
     tls = ListenerTls(real_brokers.tls.broker.cert, real_brokers.tls.broker.key)
-    specs = [
-        BrokerSpec(
-            DOUBLE_IDS[release],
-            release=release,
-            listeners=[
-                ListenerSpec("PLAINTEXT", "PLAINTEXT", 0, 3),
-                ListenerSpec("SASL_SSL", "SASL_SSL", 0, 3, sasl_mechanisms=("SCRAM-SHA-512",), tls=tls),
-            ],
-        )
-        for release in RELEASES
-    ]
-    with DoubleCluster(specs, mbean_host=mbean_host, sasl_users={SCRAM_USER: SCRAM_PASSWORD}) as cluster:
-        yield cluster
+    with contextlib.ExitStack() as stack:
+        clusters = {
+            release: stack.enter_context(
+                DoubleCluster(
+                    [
+                        BrokerSpec(
+                            DOUBLE_IDS[release],
+                            release=release,
+                            listeners=[
+                                ListenerSpec("PLAINTEXT", "PLAINTEXT", 0, 3),
+                                ListenerSpec("SASL_SSL", "SASL_SSL", 0, 3, sasl_mechanisms=("SCRAM-SHA-512",), tls=tls),
+                            ],
+                        )
+                    ],
+                    mbean_host=mbean_host,
+                    sasl_users={SCRAM_USER: SCRAM_PASSWORD},
+                )
+            )
+            for release in RELEASES
+        }
+        yield clusters
 
 
-def sides(real_brokers: RealBrokers, double: DoubleCluster, release: str) -> dict[str, Side]:
-    node, handle = real_brokers.node(release), double.broker(DOUBLE_IDS[release])
+def sides(real_brokers: RealBrokers, doubles: dict[str, DoubleCluster], release: str) -> dict[str, Side]:
+    node, handle = real_brokers.node(release), doubles[release].broker(DOUBLE_IDS[release])
     assert node.ports.plaintext is not None and node.ports.sasl_ssl is not None
     return {
         "real": Side(node.ports.plaintext, node.ports.sasl_ssl, node.jmx_url, JMX_USER, JMX_PASSWORD),
@@ -119,10 +128,10 @@ def sides(real_brokers: RealBrokers, double: DoubleCluster, release: str) -> dic
 
 
 @pytest.fixture(scope="module")
-def connected(real_brokers: RealBrokers, double: DoubleCluster) -> Iterator[dict[str, dict[str, Side]]]:
+def connected(real_brokers: RealBrokers, doubles: dict[str, DoubleCluster]) -> Iterator[dict[str, dict[str, Side]]]:
     """On every broker, real and double: kcat with a chosen identity on PLAINTEXT, kafka-python over SASL_SSL, and a
     raw connection that announces itself and sends DescribeConfigs v0 once; all open for the module."""
-    by_release = {release: sides(real_brokers, double, release) for release in RELEASES}
+    by_release = {release: sides(real_brokers, doubles, release) for release in RELEASES}
     clients: list[RealClient] = []
     legacy: list[RawConnection] = []
     sasl_ssl = {
@@ -300,9 +309,9 @@ def features(response: ApiVersionsResponse) -> dict[str, tuple[int, int]]:
 @pytest.mark.parametrize("version", [3, 4])
 @pytest.mark.parametrize("release", RELEASES)
 def test_api_versions_answers_are_the_same(
-    real_brokers: RealBrokers, double: DoubleCluster, release: str, version: int
+    real_brokers: RealBrokers, doubles: dict[str, DoubleCluster], release: str, version: int
 ) -> None:
-    pair = sides(real_brokers, double, release)
+    pair = sides(real_brokers, doubles, release)
     real, emulated = api_versions(pair["real"].plaintext, version), api_versions(pair["double"].plaintext, version)
     ranges = {k.api_key: (k.min_version, k.max_version) for k in real.api_keys}
     assert ranges == {k.api_key: (k.min_version, k.max_version) for k in emulated.api_keys}
