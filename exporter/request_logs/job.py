@@ -288,33 +288,37 @@ def _report_data(built: InventoryTables, target_release: str, totals: dict[str, 
     )
 
 
-def _totals(built: InventoryTables) -> dict[str, int]:
+def _totals(built: InventoryTables) -> tuple[dict[str, int], tuple[int | None, int | None]]:
+    """Lines, malformed lines, the blocking and policy clients and every written table's rows; and the oldest and
+    newest log line. On a run over a few files each Spark job costs more than its data: the groups are aggregated
+    once, and the row counts come from the Parquet footers."""
     row = built.groups.agg(
         F.sum("requests").alias("lines"),
         F.sum(F.when(F.col("reason").isNotNull() & (F.col("reason") != lf.REASON_FORWARDED), F.col("requests"))).alias(
             "malformed"
         ),
+        F.min("first_ts").alias("first"),
+        F.max("last_ts").alias("last"),
     ).first()
     impact = built.upgrade_impact.select("kind", *tables.CLIENT_KEY).distinct()
     kinds = {r.kind: r["count"] for r in impact.groupBy("kind").count().collect()}
-    return {
+    rows = {f"rows_{name}": df.count() for name, df in built.by_name().items()}
+    totals = {
         "lines": int(row.lines or 0) if row else 0,
         "malformed": int(row.malformed or 0) if row else 0,
-        "clients": built.clients.count(),
+        "clients": rows["rows_clients"],
         "blocking": kinds.get(upgrade.KIND_API, 0),
         "policy": kinds.get(upgrade.KIND_POLICY, 0),
-        "rejections": built.rejections.count(),
+        "rejections": rows["rows_rejections"],
+        **rows,
     }
-
-
-def _time_range(built: InventoryTables) -> tuple[int | None, int | None]:
-    row = built.groups.agg(F.min("first_ts").alias("first"), F.max("last_ts").alias("last")).first()
-    return (row.first, row.last) if row else (None, None)
+    return totals, ((row.first, row.last) if row else (None, None))
 
 
 def _write_outputs(
     spark: SparkSession, built: InventoryTables, run_dir: str, options: InventoryOptions, started: float
-) -> tuple[dict[str, str], dict[str, float], dict[str, int]]:
+) -> tuple[dict[str, str], dict[str, float], dict[str, int], tuple[int | None, int | None]]:
+    """The tables written (Parquet, CSV, report): where, when each was done, the totals and the log time range."""
     sc = spark.sparkContext
     outputs: dict[str, str] = {}
     milestones: dict[str, float] = {}
@@ -333,11 +337,10 @@ def _write_outputs(
         log.info("wrote %s", name)
     sc.setJobDescription("report")
     tables_written = dataclasses.replace(built, **written)
-    totals = _totals(tables_written)
-    totals.update({f"rows_{name}": df.count() for name, df in written.items()})  # from the Parquet footers
+    totals, time_range = _totals(tables_written)
     html_text = report.render(_report_data(tables_written, options.target_release, totals))
     outputs["report"] = output.write_text(spark, run_dir, REPORT_FILE, html_text)
-    return outputs, milestones, totals
+    return outputs, milestones, totals, time_range
 
 
 def check_options(options: InventoryOptions) -> None:
@@ -595,8 +598,9 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
             spark, sources.groups, sources.rejected, options.target_release, policy, sources.unreadable
         )
         try:
-            outputs, table_milestones, totals = _write_outputs(spark, built, run_dir, options, started)
-            first_ts, last_ts = _time_range(built)
+            outputs, table_milestones, totals, (first_ts, last_ts) = _write_outputs(
+                spark, built, run_dir, options, started
+            )
         finally:
             built.unpersist()
         milestones.update(table_milestones)

@@ -32,17 +32,17 @@ IMPACT_COLUMNS = list(UPGRADE_IMPACT_COLUMNS)
 
 _RANGE_SCHEMA = T.StructType(
     [
-        T.StructField("api_key", T.IntegerType(), False),
-        T.StructField("target_api_name", T.StringType(), False),
-        T.StructField("min_version_required", T.IntegerType(), False),
+        T.StructField("api_key", T.IntegerType()),
+        T.StructField("target_api_name", T.StringType()),
+        T.StructField("min_version_required", T.IntegerType()),
     ]
 )
 _VIOLATION_SCHEMA = T.StructType(
     [
-        T.StructField("software_name", T.StringType(), False),
-        T.StructField("software_version", T.StringType(), False),
-        T.StructField("reason", T.StringType(), False),
-        T.StructField("detail", T.StringType(), False),
+        T.StructField("software_name", T.StringType()),
+        T.StructField("software_version", T.StringType()),
+        T.StructField("reason", T.StringType()),
+        T.StructField("detail", T.StringType()),
     ]
 )
 
