@@ -7,9 +7,14 @@ bash scripts/setup.sh
 # Lint and type check beside the tests (they use one core for a few seconds; the tests mostly wait); their output is
 # printed after the tests' and fails the run as before.
 lint_log=$(mktemp)
-trap 'rm -f "$lint_log"' EXIT
+cds_log=$(mktemp)
+trap 'rm -f "$lint_log" "$cds_log"' EXIT
 { .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy; } >"$lint_log" 2>&1 &
 lint_pid=$!
+# The archive of Spark's classes (tests/support/spark_cds.py), made once per checkout beside the first tests: every
+# Spark JVM started after it is complete loads its classes from it, a quarter less CPU per inventory run.
+.venv/bin/python -m tests.support.spark_cds >"$cds_log" 2>&1 &
+cds_pid=$!
 
 set +e
 # Four workers on two cores: most of the suite waits on JVMs, Spark, brokers and collection cycles. A module's tests
@@ -20,8 +25,9 @@ set +e
 rc=$?
 wait "$lint_pid"
 lint_rc=$?
+wait "$cds_pid"
 set -e
-cat "$lint_log"
+cat "$cds_log" "$lint_log"
 if [ "$lint_rc" -ne 0 ]; then
   echo "test.sh: ruff or mypy failed (above)" >&2
   exit 1

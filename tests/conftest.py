@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -66,6 +67,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             if nodeid.startswith(f"{_REAL_KAFKA}/"):
                 return _REAL_KAFKA
             return str(super()._split_scope(nodeid))
+
+        def _reschedule(self, node: Any) -> None:
+            # xdist hands a worker its next module once two of its tests are left, so a worker on a module of two
+            # long tests (the Spark cluster's) takes the next module too and holds it for minutes while other
+            # workers run dry. A worker needs another module only when it is down to its last test (it must know
+            # the next test before it runs one).
+            if not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
 
     return RealBrokersShareOneUnit(config, log)
 

@@ -6,24 +6,26 @@ import os
 import subprocess
 import sys
 
+from tests.support.spark_cds import jvm_options
+
 LOOPBACK_CONF = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
 # A job that tried to start a Python worker would fail on this module, which does not exist.
 NO_PYTHON_WORKERS = ["--conf", "spark.python.daemon.module=kce_the_inventory_job_starts_no_python_workers"]
 TWO_PARTITIONS = ["--conf", "spark.sql.shuffle.partitions=2"]
-#: The JIT options for the Spark JVMs of a test's job: a run over a few files ends before C2's compilations pay off,
-#: and C1 alone with the serial collector halves the CPU a run costs (one run over samples/request-logs, local[2]:
-#: 62 s of CPU with the JVM's defaults, 31 s with these; the output is the same).
-QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-QUICK_JVM = [
-    "--conf",
-    f"spark.driver.extraJavaOptions={QUICK_JVM_OPTIONS}",
-    "--conf",
-    f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}",
-]
+
+
+def quick_jvm() -> list[str]:
+    """The driver's and executors' JVM options for one job (spark_cds.jvm_options), as --conf arguments."""
+    options = jvm_options()
+    return [
+        *("--conf", f"spark.driver.extraJavaOptions={options}"),
+        *("--conf", f"spark.executor.extraJavaOptions={options}"),
+    ]
 
 
 def inventory_command(*args: str, conf: list[str] = TWO_PARTITIONS) -> list[str]:
-    return [sys.executable, "-m", "exporter", "inventory", *args, *LOOPBACK_CONF, *NO_PYTHON_WORKERS, *QUICK_JVM, *conf]
+    spark = [*LOOPBACK_CONF, *NO_PYTHON_WORKERS, *quick_jvm(), *conf]
+    return [sys.executable, "-m", "exporter", "inventory", *args, *spark]
 
 
 def loopback_env() -> dict[str, str]:

@@ -4,22 +4,24 @@ partitioning, and a worker lost in the middle of the pass changes nothing in the
 
 from __future__ import annotations
 
-import re
+import json
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from exporter.request_logs.job import CSV_TABLES
+from kafka_double.ports import free_port
 from tests.support.inventory_command import (
     LOOPBACK_CONF,
     NO_PYTHON_WORKERS,
-    QUICK_JVM,
     TWO_PARTITIONS,
     inventory_command,
+    quick_jvm,
     run_inventory,
 )
 from tests.support.inventory_command import loopback_env as spark_loopback_env
@@ -70,7 +72,7 @@ def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: Standal
             cluster.url,
             *LOOPBACK_CONF,
             *NO_PYTHON_WORKERS,
-            *QUICK_JVM,
+            *quick_jvm(),
             "--conf",
             "spark.sql.shuffle.partitions=3",
             str(REPO / "exporter" / "request_logs" / "__main__.py"),
@@ -97,13 +99,27 @@ def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from bench.inventory_logs import generate
 
     logs = tmp_path_factory.mktemp("generated") / "logs"
-    # A parse stage that lasts several of the job's progress intervals (5 s) on two one-core executors, so that the
-    # kill lands among running tasks: 64 MB in 8 MB splits was over between two progress lines on an idle machine.
-    generate(logs, 200_000_000, 5_000)
+    # 24 files of 2.7 MB: in 4 MB splits (the run's), the pass over them is 24 tasks on two one-core executors,
+    # twelve rounds to land in.
+    generate(logs, 64_000_000, 5_000)
     return logs
 
 
-_PASS_RUNNING = re.compile(r"progress: stage \d+ \([^)]*\): (\d+)/(\d+) tasks done, [1-9]\d* running")
+def _running_pass(ui: str) -> bool:
+    """Whether the driver's stage list (its REST API) shows the pass over the files with tasks running and tasks
+    still to run; the job's own progress lines come every 5 s, which a pass on an idle machine can fall between."""
+    try:
+        with urllib.request.urlopen(f"{ui}/api/v1/applications", timeout=5) as answer:
+            [application] = json.load(answer)
+        active = f"{ui}/api/v1/applications/{application['id']}/stages?status=active"
+        with urllib.request.urlopen(active, timeout=5) as answer:
+            stages = json.load(answer)
+    except (OSError, ValueError):
+        return False  # the UI is not up yet, or has no application yet
+    return any(
+        stage["numTasks"] >= 8 and stage["numActiveTasks"] > 0 and stage["numCompleteTasks"] < stage["numTasks"]
+        for stage in stages
+    )
 
 
 def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
@@ -113,10 +129,20 @@ def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
     inventory("--input", str(generated_logs), "--output", str(local), "--master", "local[2]")
     stderr = tmp_path / "cluster.stderr"
     output = tmp_path / "cluster"
+    ui_port = free_port()
     with stderr.open("w") as log:
         run = subprocess.Popen(
             inventory_command(
-                "--input", str(generated_logs), "--output", str(output), "--master", cluster.url, conf=[]
+                "--input",
+                str(generated_logs),
+                "--output",
+                str(output),
+                "--master",
+                cluster.url,
+                conf=[
+                    *("--conf", "spark.sql.files.maxPartitionBytes=4m"),
+                    *("--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui_port}"),
+                ],
             ),
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -125,13 +151,10 @@ def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
     victim = cluster.workers[0]
     try:
         deadline = time.monotonic() + 300
-        while True:
+        while not _running_pass(f"http://127.0.0.1:{ui_port}"):
             assert run.poll() is None, stderr.read_text()[-3000:]
             assert time.monotonic() < deadline, "the pass never showed running tasks"
-            progress = [m for m in _PASS_RUNNING.finditer(stderr.read_text()) if int(m.group(2)) >= 4]
-            if progress and int(progress[-1].group(1)) < int(progress[-1].group(2)):
-                break
-            time.sleep(0.2)
+            time.sleep(0.1)
         cluster.kill_worker(victim)
         assert run.wait(timeout=600) == 0, stderr.read_text()[-3000:]
     finally:
