@@ -60,7 +60,7 @@ _LAUNCH = re.compile(r"^Spark Command: (.*)$", re.MULTILINE)
 
 def build() -> Path:
     """Make the archive unless it exists; returns its path. A partial archive never takes its final name."""
-    from tests.support.inventory_command import LOOPBACK_CONF, NO_PYTHON_WORKERS, TWO_PARTITIONS, loopback_env
+    from tests.support.inventory_command import TWO_PARTITIONS, inventory_command, loopback_env
 
     target = archive_path()
     if target.is_file():
@@ -69,22 +69,13 @@ def build() -> Path:
     with tempfile.TemporaryDirectory(prefix="spark-cds-", dir=target.parent) as work:
         classes = Path(work) / "classes.lst"
         options = f"{QUICK_JVM_OPTIONS} -XX:DumpLoadedClassList={classes}"
+        # The listing run's own JVM options come last and win over inventory_command's.
+        command = inventory_command(
+            *("--input", str(SAMPLES), "--output", str(Path(work) / "inventory")),
+            conf=[*TWO_PARTITIONS, "--conf", f"spark.driver.extraJavaOptions={options}"],
+        )
         listed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "exporter",
-                "inventory",
-                "--input",
-                str(SAMPLES),
-                "--output",
-                str(Path(work) / "inventory"),
-                *LOOPBACK_CONF,
-                *NO_PYTHON_WORKERS,
-                *TWO_PARTITIONS,
-                "--conf",
-                f"spark.driver.extraJavaOptions={options}",
-            ],
+            command,
             capture_output=True,
             text=True,
             timeout=600,
@@ -94,8 +85,8 @@ def build() -> Path:
         launch = _LAUNCH.search(listed.stderr)
         if listed.returncode != 0 or launch is None or not classes.is_file():
             raise RuntimeError(f"the class-listing inventory run failed:\n{listed.stderr[-3000:]}")
-        command = shlex.split(launch.group(1))
-        java, class_path = command[0], command[command.index("-cp") + 1]
+        launched = shlex.split(launch.group(1))
+        java, class_path = launched[0], launched[launched.index("-cp") + 1]
         partial = Path(work) / target.name
         dumped = subprocess.run(
             [
