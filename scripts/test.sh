@@ -17,9 +17,9 @@ lint_pid=$!
 .venv/bin/python -m tests.support.spark_cds >"$cds_log" 2>&1 || true
 
 set +e
-# Four workers on two cores: most of the suite waits on JVMs, Spark, brokers and collection cycles. A module's tests
+# Four workers on two cores: while one waits on a JVM, a broker or a collection cycle, another computes. A module's tests
 # stay on one worker (--dist loadscope), so its module-scoped fixtures (a cluster, an image, a broker) start once;
-# modules start longest first (tests/conftest.py), not most tests first. The 25 slowest tests are printed to show
+# the real brokers' modules, then those with slow tests, start first (tests/conftest.py). The 25 slowest tests show
 # where the time goes; arguments given here come last and win (-n 0: serial).
 .venv/bin/python -m pytest -n 4 --dist loadscope --no-loadscope-reorder --durations=25 "$@"
 rc=$?
