@@ -23,8 +23,13 @@ __all__ = ["KafkaCluster", "new_cluster_id", "start_clusters"]
 
 def new_cluster_id() -> str:
     """A random cluster id as Kafka writes one (``kafka-storage random-uuid``: a UUID in URL-safe base64, no
-    padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    padding). Like Kafka's ``Uuid.randomUuid`` (clients/src/main/java/org/apache/kafka/common/Uuid.java), never one
+    that starts with "-": ``kafka-storage format --cluster-id -x...`` takes it for an option and fails (one id in 64
+    did, in a demo test's set-up)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaCluster:
