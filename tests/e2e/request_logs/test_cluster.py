@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from tests.support.inventory_command import (
 )
 from tests.support.inventory_command import loopback_env as spark_loopback_env
 from tests.support.spark_cluster import SPARK_SUBMIT, StandaloneCluster, loopback_env
+from tests.support.waiting import wait_for
 
 # Each test runs the job three times, one of them on a cluster it disturbs: minutes beside three busy workers.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -149,12 +149,13 @@ def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
             env=spark_loopback_env(),
         )
     victim = cluster.workers[0]
+
+    def pass_running() -> bool:
+        assert run.poll() is None, stderr.read_text()[-3000:]
+        return _running_pass(f"http://127.0.0.1:{ui_port}")
+
     try:
-        deadline = time.monotonic() + 300
-        while not _running_pass(f"http://127.0.0.1:{ui_port}"):
-            assert run.poll() is None, stderr.read_text()[-3000:]
-            assert time.monotonic() < deadline, "the pass never showed running tasks"
-            time.sleep(0.1)
+        wait_for(pass_running, timeout=300, what="the pass showing running tasks", interval=0.1)
         cluster.kill_worker(victim)
         assert run.wait(timeout=600) == 0, stderr.read_text()[-3000:]
     finally:
