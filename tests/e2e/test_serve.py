@@ -20,6 +20,7 @@ from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.exporter_process import checkout_env, running_exporter, write_config
 from kafka_double.mbean_host import free_port
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 EXPORTER = [sys.executable, "-m", "exporter"]
@@ -45,6 +46,22 @@ def get(url: str, accept: str | None = None) -> tuple[int, str, str]:
         return error.code, error.headers["Content-Type"], error.read().decode()
 
 
+def wait_for_series(url: str, series: str, timeout: float = 30) -> None:
+    """Until ``series`` is in the exposition at ``url``; on failure the exporter's own series say why."""
+    body = ""
+
+    def exposed() -> bool:
+        nonlocal body
+        body = get(url)[2]
+        return series in body
+
+    try:
+        wait_for(exposed, timeout=timeout, what=series, interval=0.5)
+    except AssertionError as missing:
+        own = [line for line in body.splitlines() if line.startswith("kafka_client_exporter_")]
+        raise AssertionError(f"{missing}; the exporter's own series at {url}:\n" + "\n".join(own)) from None
+
+
 def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp_path: Path) -> None:
     config = config_for(tmp_path, {b: double.broker(b).jmx_url for b in (1, 2)})
     port = free_port()
@@ -61,9 +78,10 @@ def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp
                 time.sleep(0.2)
         assert status == 200
         assert get(f"{base}/healthz")[0] == 200
+        # Ready means one cycle done, not every broker read: under load a first JMX read can miss its deadline.
+        wait_for_series(f"{base}/metrics", 'client_software_name="serve-check",client_software_version="0.9.1"')
         _, content_type, body = get(f"{base}/metrics")
         assert content_type.startswith("text/plain; version=0.0.4")
-        assert 'client_software_name="serve-check",client_software_version="0.9.1"' in body
         assert 'kafka_client_exporter_build_info{version="' in body
         _, content_type, body = get(f"{base}/metrics", accept="application/openmetrics-text; version=1.0.0")
         assert content_type.startswith("application/openmetrics-text")
@@ -97,8 +115,8 @@ def test_serve_takes_the_prometheus_flags(double: DoubleCluster, tmp_path: Path)
     daemon = subprocess.Popen(command, env=checkout_env(), stderr=subprocess.PIPE, text=True)
     try:
         wait_ready(base)
-        status, _, body = get(f"{base}/prom")
-        assert status == 200 and 'kafka_client_exporter_up{broker="1",kafka_cluster="local",source="jmx"} 1.0' in body
+        wait_for_series(f"{base}/prom", 'kafka_client_exporter_up{broker="1",kafka_cluster="local",source="jmx"} 1.0')
+        assert get(f"{base}/prom")[0] == 200
         assert get(f"{base}/metrics")[0] == 404
         assert "<a href='/prom'>metrics</a>" in get(f"{base}/")[2]
     finally:
