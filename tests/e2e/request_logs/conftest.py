@@ -25,6 +25,13 @@ def spark() -> Iterator:
             # This JVM runs dozens of jobs: C2's compilations pay off here (test_incremental's longest test: 183 s of
             # CPU with the JIT's defaults, 199 s with C1 alone).
             "spark.driver.extraJavaOptions": jvm_options(quick=False),
+            # A run generates more classes than the compiled-code cache keeps (100), so every run compiled them all
+            # again with Janino (a quarter of a warm run's CPU); and each query's plan description for the UI
+            # (the UI is off; the listener events still carry it) was made in the costly "formatted" mode. Ten runs
+            # over the samples in one session: 159 s of CPU before, 123 s with these two (the job's output is the
+            # same; a one-run JVM, the command's, gains nothing from them).
+            "spark.sql.codegen.cache.maxEntries": "2000",
+            "spark.sql.ui.explainMode": "simple",
         },
     )
     yield session
