@@ -3,11 +3,13 @@
 Every inventory run in the suite starts a JVM that loads and verifies some 18,000 classes of Spark, Hadoop and Scala
 before the job's first stage; the suite starts dozens. With the classes mapped from an archive a run over the sample
 logs costs a quarter less CPU (31 s -> 23 s here). The archive is made once per checkout (``python -m
-tests.support.spark_cds``, which scripts/test.sh starts beside the tests): one inventory run lists the classes its
-driver loads, then ``java -Xshare:dump`` writes them for the exact class path spark-submit gives the driver.
+tests.support.spark_cds``, which scripts/test.sh runs before the tests): one inventory run over the samples whose
+driver JVM writes the classes it loaded as it exits (a dynamic archive, ``-XX:ArchiveClassesAtExit``, over the
+JDK's own). That takes 55 s here; listing the classes and then ``java -Xshare:dump``, which verifies all of them
+again in one thread, took 75 s for an archive that saved no more.
 
 It only changes how fast classes load. The JVM checks the class path and every jar's size and time against the
-archive and silently loads classes the usual way on any difference (a reinstalled pyspark, an executor's other class
+archive and loads classes the usual way on any difference (a reinstalled pyspark, an executor's other class
 path), so a test never depends on it; :func:`jvm_options` names it only once it is complete.
 """
 
@@ -16,8 +18,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,9 +44,11 @@ def archive_path() -> Path:
 
 
 def archive_options() -> str:
-    """The JVM option that maps the archive, once it is complete (empty before)."""
+    """The JVM options that map the archive, once it is complete (empty before). A JVM that cannot use it (another
+    class path: a cluster's executors) prints a CDS warning on its standard output, where a test reads the
+    command's: CDS's log is off."""
     path = archive_path()
-    return f"-XX:SharedArchiveFile={path}" if path.is_file() else ""
+    return f"-XX:SharedArchiveFile={path} -Xlog:cds*=off" if path.is_file() else ""
 
 
 def jvm_options(quick: bool = True) -> str:
@@ -55,55 +57,42 @@ def jvm_options(quick: bool = True) -> str:
     return " ".join(filter(None, [QUICK_JVM_OPTIONS if quick else "-XX:+UseSerialGC", archive_options()]))
 
 
-_LAUNCH = re.compile(r"^Spark Command: (.*)$", re.MULTILINE)
+def _jvm_running_with(option: str) -> bool:
+    """Whether a process whose command line holds ``option`` is still running (Linux's /proc)."""
+    needle = option.encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and needle in (entry / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return False
 
 
 def build() -> Path:
     """Make the archive unless it exists; returns its path. A partial archive never takes its final name."""
     from tests.support.inventory_command import TWO_PARTITIONS, inventory_command, loopback_env
+    from tests.support.waiting import wait_for
 
     target = archive_path()
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="spark-cds-", dir=target.parent) as work:
-        classes = Path(work) / "classes.lst"
-        options = f"{QUICK_JVM_OPTIONS} -XX:DumpLoadedClassList={classes}"
+        partial = Path(work) / target.name
+        dump = f"-XX:ArchiveClassesAtExit={partial}"
         # The listing run's own JVM options come last and win over inventory_command's.
         command = inventory_command(
             *("--input", str(SAMPLES), "--output", str(Path(work) / "inventory")),
-            conf=[*TWO_PARTITIONS, "--conf", f"spark.driver.extraJavaOptions={options}"],
+            conf=[*TWO_PARTITIONS, "--conf", f"spark.driver.extraJavaOptions={QUICK_JVM_OPTIONS} {dump}"],
         )
-        listed = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**loopback_env(), "SPARK_PRINT_LAUNCH_COMMAND": "1"},
-            check=False,
-        )
-        launch = _LAUNCH.search(listed.stderr)
-        if listed.returncode != 0 or launch is None or not classes.is_file():
+        listed = subprocess.run(command, capture_output=True, text=True, timeout=600, env=loopback_env(), check=False)
+        if listed.returncode != 0:
             raise RuntimeError(f"the class-listing inventory run failed:\n{listed.stderr[-3000:]}")
-        launched = shlex.split(launch.group(1))
-        java, class_path = launched[0], launched[launched.index("-cp") + 1]
-        partial = Path(work) / target.name
-        dumped = subprocess.run(
-            [
-                java,
-                "-Xshare:dump",
-                f"-XX:SharedClassListFile={classes}",
-                f"-XX:SharedArchiveFile={partial}",
-                "-cp",
-                class_path,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        if dumped.returncode != 0 or not partial.is_file():
-            raise RuntimeError(f"java -Xshare:dump failed:\n{dumped.stdout[-2000:]}{dumped.stderr[-2000:]}")
+        # The driver's JVM writes the archive as it exits, which can be after the command has returned.
+        wait_for(lambda: not _jvm_running_with(dump), timeout=300, what="the listing run's JVM exits", interval=0.5)
+        if not partial.is_file():
+            raise RuntimeError(f"the listing run's JVM wrote no archive at {partial}:\n{listed.stderr[-3000:]}")
         for old in target.parent.glob("spark-driver-*.jsa"):
             old.unlink()  # archives of an earlier pyspark
         os.replace(partial, target)
