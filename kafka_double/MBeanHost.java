@@ -541,6 +541,8 @@ public class MBeanHost {
      * starts with no MBeans, like a real broker.
      */
     private final Set<Integer> stopped = new HashSet<>();
+    /** When each port of a broker stopped here was released (System.nanoTime), for a restart on it. */
+    private final Map<Integer, Long> releasedPorts = new HashMap<>();
     private final PrintStream out;
 
     MBeanHost(PrintStream out) {
@@ -689,6 +691,9 @@ public class MBeanHost {
         reply("ERR\t" + (context + ": " + message).replaceAll("[\\t\\r\\n]+", " "));
     }
 
+    /** How long after STOP a broker started on the stopped one's port waits for it to be released. */
+    private static final long PORT_RELEASE_WAIT_NANOS = 5_000_000_000L;
+
     private void addBroker(int id, String portField, String userField, String passwordField) throws Exception {
         addBroker(id, portField, userField, passwordField, -1, null, null);
     }
@@ -746,11 +751,22 @@ public class MBeanHost {
             throw new CommandException("give both user and password, or neither (- for none)");
         }
         Broker broker = new Broker(id, port);
-        try {
-            broker.start(user, password, serverSockets == null ? port : rmiPort, clientSockets, serverSockets);
-        } catch (java.rmi.server.ExportException e) {
-            // Usually "Port already in use": say which port, without a stack trace.
-            throw new CommandException("cannot open port " + port + ": " + e.getMessage());
+        // A port a broker stopped here just released: RMI's accept thread closes its listening socket after the
+        // unexport has returned, so a restart on it right after STOP may find it still in use for a moment.
+        Long released = releasedPorts.remove(port);
+        long deadline = released == null ? 0 : released + PORT_RELEASE_WAIT_NANOS;
+        while (true) {
+            try {
+                broker.start(user, password, serverSockets == null ? port : rmiPort, clientSockets, serverSockets);
+                break;
+            } catch (java.rmi.server.ExportException e) {
+                if (System.nanoTime() < deadline) {
+                    Thread.sleep(50);
+                    continue;
+                }
+                // Usually "Port already in use": say which port, without a stack trace.
+                throw new CommandException("cannot open port " + port + ": " + e.getMessage());
+            }
         }
         broker.kafka(() -> { });  // Kafka's Metrics exist from start-up (kafka-metrics-count)
         brokers.put(id, broker);
@@ -765,6 +781,7 @@ public class MBeanHost {
         }
         broker.stop();
         stopped.add(id);
+        releasedPorts.put(broker.port, System.nanoTime());
         reply("OK\tSTOP\t" + id);
     }
 
