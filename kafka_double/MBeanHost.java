@@ -117,6 +117,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 
@@ -751,8 +752,8 @@ public class MBeanHost {
             throw new CommandException("give both user and password, or neither (- for none)");
         }
         Broker broker = new Broker(id, port);
-        // A port a broker stopped here just released: RMI's accept thread closes its listening socket after the
-        // unexport has returned, so a restart on it right after STOP may find it still in use for a moment.
+        // A port a broker stopped here just released (STOP waited for its own port; a TLS broker's RMI port may
+        // still be closing): a restart on it right after STOP may find it in use for a moment.
         Long released = releasedPorts.remove(port);
         long deadline = released == null ? 0 : released + PORT_RELEASE_WAIT_NANOS;
         while (true) {
@@ -780,9 +781,31 @@ public class MBeanHost {
             throw new CommandException("broker " + id + " is not running");
         }
         broker.stop();
+        // RMI's accept thread closes the listening socket after the unexport has returned: a killed broker's port
+        // refuses connections at once, so STOP answers once the port is free (a full run saw it still accepting).
+        awaitReleased(broker.port);
         stopped.add(id);
         releasedPorts.put(broker.port, System.nanoTime());
         reply("OK\tSTOP\t" + id);
+    }
+
+    /** Until `port` can be bound on loopback again (at most PORT_RELEASE_WAIT_NANOS). */
+    private static void awaitReleased(int port) {
+        long deadline = System.nanoTime() + PORT_RELEASE_WAIT_NANOS;
+        while (System.nanoTime() < deadline) {
+            try (ServerSocket probe = new ServerSocket()) {
+                probe.setReuseAddress(true);
+                probe.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+                return;
+            } catch (IOException stillOpen) {
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
     }
 
     private void set(int id, String objectName, String attribute, String type, String value) throws Exception {
