@@ -9,8 +9,8 @@ JDK's own). That takes 55 s here; listing the classes and then ``java -Xshare:du
 again in one thread, took 75 s for an archive that saved no more.
 
 It only changes how fast classes load. The JVM checks the class path and every jar's size and time against the
-archive and loads classes the usual way on any difference (a reinstalled pyspark, an executor's other class
-path), so a test never depends on it; :func:`jvm_options` names it only once it is complete.
+archive and loads classes the usual way on any difference (a reinstalled pyspark, another class path), so a test
+never depends on it; :func:`jvm_options` names it only once it is complete.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ def archive_path() -> Path:
 
 
 def archive_options() -> str:
-    """The JVM options that map the archive, once it is complete (empty before). A JVM that cannot use it (another
-    class path: a cluster's executors) prints a CDS warning on its standard output, where a test reads the
-    command's: CDS's log is off."""
+    """The JVM options that map the archive, once it is complete (empty before). A JVM given it on another class
+    path cannot use it and prints a CDS warning on its standard output, where a test reads the command's: CDS's
+    log is off."""
     path = archive_path()
     return f"-XX:SharedArchiveFile={path} -Xlog:cds*=off" if path.is_file() else ""
 
