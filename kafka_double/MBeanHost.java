@@ -692,7 +692,7 @@ public class MBeanHost {
         reply("ERR\t" + (context + ": " + message).replaceAll("[\\t\\r\\n]+", " "));
     }
 
-    /** How long after STOP a broker started on the stopped one's port waits for it to be released. */
+    /** How long a port that STOP closed may take to be released: STOP waits for it, a restart on it retries. */
     private static final long PORT_RELEASE_WAIT_NANOS = 5_000_000_000L;
 
     private void addBroker(int id, String portField, String userField, String passwordField) throws Exception {
