@@ -379,6 +379,8 @@ public class MBeanHost {
     static final class Broker {
         final int id;
         final int port;
+        /** The port of the RMI server object: `port`, or a TLS broker's own; set by start. */
+        int rmiPort;
         final String clientUrl;
         /**
          * A private MBeanServer (from the JDK's own builder: not the platform one, which routes here, and not
@@ -441,6 +443,7 @@ public class MBeanHost {
             if (user != null) {
                 passwordFile = passwordFile(id, user, password);
             }
+            this.rmiPort = rmiPort;
             try {
                 registry = LocateRegistry.createRegistry(port);
                 Map<String, Object> env = new HashMap<>();
@@ -542,8 +545,6 @@ public class MBeanHost {
      * starts with no MBeans, like a real broker.
      */
     private final Set<Integer> stopped = new HashSet<>();
-    /** When each port of a broker stopped here was released (System.nanoTime), for a restart on it. */
-    private final Map<Integer, Long> releasedPorts = new HashMap<>();
     private final PrintStream out;
 
     MBeanHost(PrintStream out) {
@@ -692,7 +693,7 @@ public class MBeanHost {
         reply("ERR\t" + (context + ": " + message).replaceAll("[\\t\\r\\n]+", " "));
     }
 
-    /** How long a port that STOP closed may take to be released: STOP waits for it, a restart on it retries. */
+    /** How long STOP waits for a stopped broker's ports to be released. */
     private static final long PORT_RELEASE_WAIT_NANOS = 5_000_000_000L;
 
     private void addBroker(int id, String portField, String userField, String passwordField) throws Exception {
@@ -752,22 +753,11 @@ public class MBeanHost {
             throw new CommandException("give both user and password, or neither (- for none)");
         }
         Broker broker = new Broker(id, port);
-        // A port a broker stopped here just released (STOP waited for its own port; a TLS broker's RMI port may
-        // still be closing): a restart on it right after STOP may find it in use for a moment.
-        Long released = releasedPorts.remove(port);
-        long deadline = released == null ? 0 : released + PORT_RELEASE_WAIT_NANOS;
-        while (true) {
-            try {
-                broker.start(user, password, serverSockets == null ? port : rmiPort, clientSockets, serverSockets);
-                break;
-            } catch (java.rmi.server.ExportException e) {
-                if (System.nanoTime() < deadline) {
-                    Thread.sleep(50);
-                    continue;
-                }
-                // Usually "Port already in use": say which port, without a stack trace.
-                throw new CommandException("cannot open port " + port + ": " + e.getMessage());
-            }
+        try {
+            broker.start(user, password, serverSockets == null ? port : rmiPort, clientSockets, serverSockets);
+        } catch (java.rmi.server.ExportException e) {
+            // Usually "Port already in use": say which port, without a stack trace.
+            throw new CommandException("cannot open port " + port + ": " + e.getMessage());
         }
         broker.kafka(() -> { });  // Kafka's Metrics exist from start-up (kafka-metrics-count)
         brokers.put(id, broker);
@@ -781,11 +771,14 @@ public class MBeanHost {
             throw new CommandException("broker " + id + " is not running");
         }
         broker.stop();
-        // RMI's accept thread closes the listening socket after the unexport has returned: a killed broker's port
-        // refuses connections at once, so STOP answers once the port is free (a full run saw it still accepting).
+        // RMI's accept thread closes a listening socket after the unexport has returned. A killed broker's ports
+        // refuse connections at once and can be listened on again (a restart on the same port): STOP answers once
+        // they are free (full runs saw the port still accepting, and a restart on it failing "Port already in use").
         awaitReleased(broker.port);
+        if (broker.rmiPort != broker.port) {
+            awaitReleased(broker.rmiPort);
+        }
         stopped.add(id);
-        releasedPorts.put(broker.port, System.nanoTime());
         reply("OK\tSTOP\t" + id);
     }
 

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +45,16 @@ def get(url: str, accept: str | None = None) -> tuple[int, str, str]:
         return error.code, error.headers["Content-Type"], error.read().decode()
 
 
+def wait_ready(base: str) -> None:
+    def ready() -> bool:
+        try:
+            return get(f"{base}/readyz")[0] == 200
+        except OSError:  # not listening yet
+            return False
+
+    wait_for(ready, timeout=30, what=f"{base}/readyz answering 200", interval=0.2)
+
+
 def wait_for_series(url: str, series: str, timeout: float = 30) -> None:
     """Until ``series`` is in the exposition at ``url``; on failure the exporter's own series say why."""
     body = ""
@@ -69,14 +78,7 @@ def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp
     kcat = start_client(ClientKind.KCAT, double.bootstrap(), software_name="serve-check", software_version="0.9.1")
     with kcat, running_exporter(config, port, stderr=subprocess.PIPE, text=True) as daemon:
         kcat.wait_ready()
-        deadline = time.monotonic() + 30
-        status = 0
-        while time.monotonic() < deadline and status != 200:
-            try:
-                status = get(f"{base}/readyz")[0]
-            except OSError:
-                time.sleep(0.2)
-        assert status == 200
+        wait_ready(base)
         assert get(f"{base}/healthz")[0] == 200
         # Ready means one cycle done, not every broker read: under load a first JMX read can miss its deadline.
         wait_for_series(f"{base}/metrics", 'client_software_name="serve-check",client_software_version="0.9.1"')
@@ -92,18 +94,6 @@ def test_serve_exposes_live_clients_and_stops_cleanly(double: DoubleCluster, tmp
     assert daemon.returncode == 0
     assert daemon.stderr is not None
     assert "stopping" in daemon.stderr.read()
-
-
-def wait_ready(base: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if get(f"{base}/readyz")[0] == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"{base}/readyz did not answer 200 within 30 s")
 
 
 def test_serve_takes_the_prometheus_flags(double: DoubleCluster, tmp_path: Path) -> None:
