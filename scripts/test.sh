@@ -8,7 +8,11 @@ bash scripts/setup.sh
 # printed after the tests' and fails the run as before.
 lint_log=$(mktemp)
 cds_log=$(mktemp)
-trap 'rm -f "$lint_log" "$cds_log"' EXIT
+# Where the class archive's listing run (below), a run of the inventory command over the shipped samples, leaves its
+# result for the tests that check that same run (tests/support/samples_run.py).
+KCE_SAMPLES_RUN=$(mktemp -d)
+export KCE_SAMPLES_RUN
+trap 'rm -rf "$lint_log" "$cds_log" "$KCE_SAMPLES_RUN"' EXIT
 { .venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy; } >"$lint_log" 2>&1 &
 lint_pid=$!
 # The archive of Spark's classes (tests/support/spark_cds.py), made once per checkout before the tests start (a

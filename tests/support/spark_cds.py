@@ -25,7 +25,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHIVE_DIR = REPO / ".tools" / "spark-cds"
-SAMPLES = REPO / "samples" / "request-logs"
 #: The JIT options for the Spark JVMs of a test's job: a run over a few files ends before C2's compilations pay off,
 #: and C1 alone with the serial collector halves the CPU a run costs (one run over samples/request-logs, local[2]:
 #: 62 s of CPU with the JVM's defaults, 31 s with these; the output is the same).
@@ -71,6 +70,7 @@ def _jvm_running_with(option: str) -> bool:
 
 def build() -> Path:
     """Make the archive unless it exists; returns its path. A partial archive never takes its final name."""
+    from tests.support import samples_run
     from tests.support.inventory_command import TWO_PARTITIONS, inventory_command, loopback_env
     from tests.support.waiting import wait_for
 
@@ -81,14 +81,19 @@ def build() -> Path:
     with tempfile.TemporaryDirectory(prefix="spark-cds-", dir=target.parent) as work:
         partial = Path(work) / target.name
         dump = f"-XX:ArchiveClassesAtExit={partial}"
-        # The listing run's own JVM options come last and win over inventory_command's.
+        # The listing run is the command over the samples, as the tests run it: where test.sh asks, its result is
+        # kept for them (tests/support/samples_run.py). Its own JVM options come last and win over
+        # inventory_command's.
+        kept = os.environ.get(samples_run.ENV)
         command = inventory_command(
-            *("--input", str(SAMPLES), "--output", str(Path(work) / "inventory")),
+            *samples_run.command_arguments(Path(kept) if kept else Path(work)),
             conf=[*TWO_PARTITIONS, "--conf", f"spark.driver.extraJavaOptions={QUICK_JVM_OPTIONS} {dump}"],
         )
         listed = subprocess.run(command, capture_output=True, text=True, timeout=600, env=loopback_env(), check=False)
         if listed.returncode != 0:
             raise RuntimeError(f"the class-listing inventory run failed:\n{listed.stderr[-3000:]}")
+        if kept:
+            samples_run.record(Path(kept), listed)
         # The driver's JVM writes the archive as it exits, which can be after the command has returned.
         wait_for(lambda: not _jvm_running_with(dump), timeout=300, what="the listing run's JVM exits", interval=0.5)
         if not partial.is_file():

@@ -1,4 +1,5 @@
-"""One local SparkSession for every inventory test module (a session start costs seconds)."""
+"""One local SparkSession for every inventory test module (a session start costs seconds), and one run of the
+command over the shipped samples for the session."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.samples_run import CommandRun
+from tests.support.samples_run import samples_run as shared_samples_run
 from tests.support.spark_cds import jvm_options
 
 
@@ -36,3 +39,12 @@ def spark() -> Iterator:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def samples_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> CommandRun:
+    """The inventory command's one run over the shipped samples (tests/support/samples_run.py)."""
+    base = tmp_path_factory.getbasetemp()
+    # xdist's workers each have a base directory under the session's own; without xdist there is only one.
+    shared = base if worker_id == "master" else base.parent
+    return shared_samples_run(shared / "samples-run")

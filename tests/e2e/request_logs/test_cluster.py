@@ -24,13 +24,13 @@ from tests.support.inventory_command import (
     run_inventory,
 )
 from tests.support.inventory_command import loopback_env as spark_loopback_env
+from tests.support.samples_run import SAMPLES, CommandRun
 from tests.support.spark_cluster import SPARK_SUBMIT, StandaloneCluster, loopback_env
 from tests.support.waiting import wait_for
 
-# Each test runs the job three times, one of them on a cluster it disturbs: minutes beside three busy workers.
+# Each test runs the job two or three times, on a cluster and in local mode: minutes beside three busy workers.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 REPO = Path(__file__).resolve().parents[3]
-SAMPLES = REPO / "samples" / "request-logs"
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +51,12 @@ def inventory(*args: str, conf: list[str] = TWO_PARTITIONS) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    local, standalone, submitted = tmp_path / "local", tmp_path / "standalone", tmp_path / "submitted"
-    inventory("--input", str(SAMPLES), "--output", str(local), "--master", "local[2]")
+def test_local_standalone_and_spark_submit_write_the_same_bytes(
+    cluster: StandaloneCluster, samples_run: CommandRun, tmp_path: Path
+) -> None:
+    # Local mode's bytes are the session's run of the command over the same samples (its own test checks it).
+    assert samples_run.returncode == 0, samples_run.stderr[-3000:]
+    standalone, submitted = tmp_path / "standalone", tmp_path / "submitted"
     inventory(
         "--input",
         str(SAMPLES),
@@ -88,7 +91,7 @@ def test_local_standalone_and_spark_submit_write_the_same_bytes(cluster: Standal
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    expected = csvs(local)
+    expected = csvs(samples_run.output)
     assert b"legacy-billing" in expected["clients"] and expected["rejections"].count(b"\n") == 2
     assert csvs(standalone) == expected
     assert csvs(submitted) == expected
@@ -99,9 +102,9 @@ def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from bench.inventory_logs import generate
 
     logs = tmp_path_factory.mktemp("generated") / "logs"
-    # 24 files of 2.7 MB: in 4 MB splits (the run's), the pass over them is 24 tasks on two one-core executors,
-    # twelve rounds to land in.
-    generate(logs, 64_000_000, 5_000)
+    # 24 files of 0.7 MB: in 1 MB splits (the run's), the pass over them is 24 tasks on two one-core executors,
+    # twelve rounds to land in (files four times as big only made each round, and both runs over them, longer).
+    generate(logs, 16_000_000, 5_000)
     return logs
 
 
@@ -140,7 +143,7 @@ def test_a_worker_killed_mid_stage_changes_nothing_in_the_output(
                 "--master",
                 cluster.url,
                 conf=[
-                    *("--conf", "spark.sql.files.maxPartitionBytes=4m"),
+                    *("--conf", "spark.sql.files.maxPartitionBytes=1m"),
                     *("--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui_port}"),
                 ],
             ),

@@ -15,8 +15,8 @@ from exporter.request_logs import log_format as lf
 from exporter.request_logs.job import InventoryOptions, InventoryTables, build_tables, run_inventory
 from exporter.request_logs.tables import CLIENT_KEY
 from tests.support import request_log_fixtures as fx
-from tests.support.inventory_command import run_inventory as run_inventory_command
 from tests.support.modules import load_script
+from tests.support.samples_run import CommandRun
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
@@ -156,14 +156,14 @@ def test_the_fast_path_reads_lines_as_the_general_path_does(spark, fixture_dir: 
     assert slow.where(F.col("line").contains("Example\\\\, Inc.")).count() > 0
 
 
-def test_command_on_the_shipped_samples(tmp_path: Path) -> None:
-    done = run_inventory_command("--input", str(REPO / "samples" / "request-logs"), "--output", str(tmp_path / "out"))
+def test_command_on_the_shipped_samples(samples_run: CommandRun) -> None:
+    done = samples_run
     assert done.returncode == 0, done.stderr[-3000:]
     assert "0 not parsed" in done.stdout and "1 blocking 4.0.0" in done.stdout
     # Broker 3 (4.1) rejected the legacy client's Produce v2 and said so in server.log; its Metadata v4 on the same
     # connection names the client.
     assert "1 requests rejected (server.log)" in done.stdout
-    published = tmp_path / "out" / "current"
+    published = done.output / "current"
     rejection = (published / "rejections.csv").read_text().splitlines()
     assert len(rejection) == 2 and ",Produce,2,UnsupportedVersionException," in rejection[1]
     assert rejection[1].endswith(",connection,legacy-billing,User:ANONYMOUS,unknown,unknown")
