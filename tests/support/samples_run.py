@@ -5,8 +5,9 @@ class-archive build (tests/support/spark_cds.py, before the tests), the test of 
 cluster test's local-mode reference. They now share one run: the first of them to need it runs it, under a lock
 in a directory every xdist worker of the session sees, and the others read what it recorded. When scripts/test.sh
 built the archive in this invocation, it names in ``KCE_SAMPLES_RUN`` where the archive's listing run left its
-result, and that run is the shared one. Each test still asserts on the command's exit code, output and tables; a
-failed run is recorded as it failed, and every test that reads it fails with its stderr.
+result (only when it succeeded: its JVM also writes the archive), and that run is the shared one. Each test still
+asserts on the command's exit code, output and tables; a failed run of the tests' own is recorded as it failed, and
+every test that reads it fails with its stderr.
 """
 
 from __future__ import annotations
