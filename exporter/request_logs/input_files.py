@@ -133,6 +133,28 @@ def _head(hadoop: _Hadoop, status: Any) -> tuple[bytes, str | None]:
         stream.close()
 
 
+def moved_since_listed(spark: SparkSession, files: Sequence[InputFile]) -> list[InputFile]:
+    """The files whose path no longer holds the file the listing saw there. log4j's size-based rolling renames
+    kafka-request.log to .1, .1 to .2 and so on, and deletes the last: a path read after such a rename gave another
+    file's lines, which the incremental state would record under the listed file's identity (its first bytes), and
+    count twice or never. A file that only grew keeps its first bytes; one that is gone or cannot be opened any
+    more counts as moved."""
+    from py4j.protocol import Py4JJavaError
+
+    hadoop = _Hadoop(spark)
+    moved = []
+    for file in files:
+        path = hadoop.path(file.read_path)
+        try:
+            head, _ = _head(hadoop, path.getFileSystem(hadoop.conf).getFileStatus(path))
+        except (InputError, Py4JJavaError):
+            moved.append(file)
+            continue
+        if head[: len(file.head)] != file.head:
+            moved.append(file)
+    return moved
+
+
 def list_input_files(spark: SparkSession, inputs: Sequence[str]) -> list[InputFile]:
     """The request and server log files under ``inputs``, each once, sorted by path."""
     hadoop = _Hadoop(spark)

@@ -22,7 +22,7 @@ from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgra
 from exporter.policy import Policy, default_policy_text, load_policy
 from exporter.request_logs import file_state, output, parse, publication, report, segments, server_log, tables, upgrade
 from exporter.request_logs import log_format as lf
-from exporter.request_logs.input_files import InputError, InputFile, list_input_files
+from exporter.request_logs.input_files import InputError, InputFile, list_input_files, moved_since_listed
 from exporter.request_logs.local_rows import local_table
 from exporter.request_logs.progress import ProgressLogger
 from exporter.request_logs.unreadable import UnreadableFile, corrupt_heads, skipping_unreadable
@@ -438,6 +438,17 @@ def _full_sources(spark: SparkSession, files: Sequence[InputFile]) -> _Sources:
     return _Sources(groups, rejected, counts, unreadable)
 
 
+class FilesMoved(Exception):
+    """Log rotation renamed files between the listing and the read (input_files.moved_since_listed)."""
+
+    def __init__(self, files: Sequence[InputFile]) -> None:
+        super().__init__(f"{', '.join(f.path for f in files)}: renamed while this run read them (log rotation)")
+
+
+#: Listings and reads an incremental run makes before it gives up on files that keep rotating under it.
+READ_ATTEMPTS = 3
+
+
 def _incremental_sources(
     spark: SparkSession,
     options: InventoryOptions,
@@ -458,6 +469,10 @@ def _incremental_sources(
     for duplicate, chosen in plan.duplicates:
         log.info("%s: same content as %s, read once", duplicate.path, chosen.path)
     written = segments.write_segment(spark, options.output, run_id, plan.to_read)
+    moved = moved_since_listed(spark, [item.file for item in written.done])
+    if moved:
+        segments.remove_segment(options.output, run_id)
+        raise FilesMoved(moved)
     # A file that could not be read replaces nothing: what its earlier read contributed stays.
     replaced = {c.id for item in written.done for c in item.replaces}
     unchanged = {c.id: c for c in plan.unchanged}
@@ -574,19 +589,29 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
         keep_runs, keep_segments = _kept(options.output, published)
         for removed in publication.remove_unpublished(options.output, keep_runs, keep_segments):
             log.info("removed %s (not published: an earlier run failed, or it is older than the last two)", removed)
-        files = list_input_files(spark, options.inputs)  # an unreadable input stops the run here
-        if not files:
-            raise InputError(f"no {lf.FILE_GLOB} or {server_log.FILE_GLOB} under {', '.join(options.inputs)}")
         policy_digest = _policy_digest(options.policy_file)
-        if options.incremental:
-            known = _known_contributions(options.output, published)
+        known = _known_contributions(options.output, published) if options.incremental else []
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            files = list_input_files(spark, options.inputs)  # an unreadable input stops the run here
+            if not files:
+                raise InputError(f"no {lf.FILE_GLOB} or {server_log.FILE_GLOB} under {', '.join(options.inputs)}")
+            if not options.incremental:
+                # A full run keeps no state: a file rotated under it only leaves this run's tables short of it.
+                sources = _full_sources(spark, files)
+                break
             unchanged = nothing_new(options, published, files, known, policy_digest)
             if unchanged is not None and published is not None:
                 # The tables would be the published ones again: deriving them costs more than all the rest.
                 return _unchanged_summary(options, published, unchanged, started)
-            sources = _incremental_sources(spark, options, run_id, files, known)
-        else:
-            sources = _full_sources(spark, files)
+            try:
+                sources = _incremental_sources(spark, options, run_id, files, known)
+                break
+            except FilesMoved as moved:
+                if attempt == READ_ATTEMPTS:
+                    raise InputError(
+                        f"{moved}, {READ_ATTEMPTS} times in a row; nothing was published: run again"
+                    ) from None
+                log.warning("%s: what was read there is not the file listed; listing and reading again", moved)
         if len(sources.unreadable) == len(files):
             sources.groups.unpersist()
             raise InputError(

@@ -64,12 +64,16 @@ def write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence
     def attempt(files: list[InputFile]) -> list[Contribution]:
         return _write_segment(spark, output, run_id, [by_path[f.path] for f in files])
 
-    def undo() -> None:
-        shutil.rmtree(publication.local_path(publication.join(output, publication.SEGMENTS, run_id)), True)
-
-    contributions, unreadable = skipping_unreadable([item.file for item in reads], attempt, undo)
+    contributions, unreadable = skipping_unreadable(
+        [item.file for item in reads], attempt, lambda: remove_segment(output, run_id)
+    )
     left_out = {u.file.path for u in unreadable}
     return SegmentWrite(contributions, [item for item in reads if item.file.path not in left_out], unreadable)
+
+
+def remove_segment(output: str, run_id: str) -> None:
+    """What ``write_segment`` stored for run ``run_id`` (a read that is not kept)."""
+    shutil.rmtree(publication.local_path(publication.join(output, publication.SEGMENTS, run_id)), True)
 
 
 def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence[FileToRead]) -> list[Contribution]:

@@ -212,6 +212,57 @@ def test_a_file_deleted_between_listing_and_reading_is_read_when_seen_again(spar
     assert csvs(runs.output) == runs.full(logs)
 
 
+def test_a_rotation_between_listing_and_reading_is_read_again_and_every_line_counted_once(
+    spark, tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """log4j's size-based rolling renames kafka-request.log to .1 and .1 to .2 while a run reads: each path then
+    holds another file than the one listed. Recorded under the listed files' identities, the lines of one file
+    were counted twice and those of another never (the real brokers' rolling-upgrade story: 5,061 lines where the
+    logs held 5,048)."""
+    from exporter.request_logs import job
+
+    logs = tmp_path / "logs"
+    broker = logs / "broker-2"
+    broker.mkdir(parents=True)
+    lines = sample_lines("broker-2")
+    oldest, active = broker / "kafka-request.log.1", broker / "kafka-request.log"
+    oldest.write_text("".join(lines[:10]), encoding="utf-8")
+    active.write_text("".join(lines[10:20]), encoding="utf-8")
+    listed = job.list_input_files
+    rolled: list[int] = []
+
+    def log4j_rolls_right_after_the_first_listing(*args):
+        files = listed(*args)
+        if not rolled:
+            oldest.rename(broker / "kafka-request.log.2")
+            active.rename(oldest)
+            active.write_text("".join(lines[20:]), encoding="utf-8")
+            rolled.append(len(files))
+        return files
+
+    monkeypatch.setattr(job, "list_input_files", log4j_rolls_right_after_the_first_listing)
+    runs = Runs(spark, tmp_path)
+    with caplog.at_level(logging.WARNING, logger="exporter.request_logs"):
+        first = runs.incremental(logs)
+    assert rolled == [2]
+    warned = [r.getMessage() for r in caplog.records if "renamed while this run read" in r.getMessage()]
+    assert len(warned) == 1 and str(oldest.name) in warned[0] and "listing and reading again" in warned[0]
+    assert (first.files["read_new"], first.lines) == (3, 35)
+    monkeypatch.undo()
+    assert csvs(runs.output) == runs.full(logs)
+    # The state names each file by what it holds: nothing is read again, nothing is missing.
+    second = runs.incremental(logs)
+    assert second.unchanged and second.files["skipped_unchanged"] == 3
+    # One more roll, as log4j makes it: each file is recognised under its new name, only the new one is read.
+    (broker / "kafka-request.log.2").rename(broker / "kafka-request.log.3")
+    oldest.rename(broker / "kafka-request.log.2")
+    active.rename(oldest)
+    active.write_text("".join(older(lines[:5])), encoding="utf-8")
+    third = runs.incremental(logs)
+    assert (third.files["read_new"], third.files["skipped_unchanged"], third.lines) == (1, 3, 40)
+    assert csvs(runs.output) == runs.full(logs)
+
+
 def test_a_second_run_on_the_same_output_refuses_naming_the_first(tmp_path: Path) -> None:
     output = tmp_path / "inventory"
     with publication.output_lock(str(output)):
