@@ -132,8 +132,11 @@ def real_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealBroke
             cluster.stop()
 
 
-def exporter_config(path: Path, brokers: RealBrokers, jmx_password: str = JMX_PASSWORD) -> Path:
-    """Both brokers, each as a cluster of its own, with the JMX user and ``jmx_password``."""
+def exporter_config(
+    path: Path, brokers: RealBrokers, jmx_password: str = JMX_PASSWORD, interval_seconds: float = INTERVAL_SECONDS
+) -> Path:
+    """Both brokers, each as a cluster of its own, with the JMX user and ``jmx_password``. The interval also bounds
+    each source's deadline (the default of both: the interval, at most 10 s)."""
     jmx = {"username": JMX_USER, "password": jmx_password}
 
     def cluster_of(release: str) -> tuple[str, dict[int, str], str]:
@@ -146,7 +149,7 @@ def exporter_config(path: Path, brokers: RealBrokers, jmx_password: str = JMX_PA
         *cluster_of(first),
         jmx=jmx,
         more_clusters=[cluster_entry(*cluster_of(release), jmx=jmx) for release in others],
-        interval_seconds=INTERVAL_SECONDS,
+        interval_seconds=interval_seconds,
     )
 
 

@@ -200,7 +200,10 @@ def test_jmx_with_the_password_reads_both_brokers(real_brokers: RealBrokers, exp
 
 def test_wrong_jmx_password_is_an_authentication_error(real_brokers: RealBrokers, tmp_path: Path) -> None:
     wrong = "not-" + JMX_PASSWORD
-    config = exporter_config(tmp_path / "exporter.yaml", real_brokers, jmx_password=wrong)
+    # One cycle, so the interval only sets the deadlines: 10 s, as a user's default. With the suite's one-second
+    # interval, the JMX handshake of a new bridge beside three busy workers once took longer than the deadline, and
+    # the refused password was reported as a timeout.
+    config = exporter_config(tmp_path / "exporter.yaml", real_brokers, jmx_password=wrong, interval_seconds=10)
     run = subprocess.run(
         [sys.executable, "-m", "exporter", "collect-once", "--config", str(config)],
         capture_output=True,
