@@ -650,16 +650,28 @@ def nothing_served_while_down(story: Story, node: int, since: float, until: floa
 def kill_mid_cycle(node: KafkaNode, timeout: float = 3 * INTERVAL) -> float:
     """SIGKILL ``node`` as soon as its request log shows the exporter's next ApiVersions; when the signal was sent."""
     log = node.logs.request_log
-    offset = log.stat().st_size
+
+    def size_now() -> int:
+        # log4j renames the full file before it creates the next one: for a moment there is none.
+        try:
+            return log.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    offset = size_now()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        size = log.stat().st_size
+        size = size_now()
         if size < offset:  # log4j rolled the file: the new one starts empty
             offset = 0
         if size > offset:
-            with log.open("rb") as file:
-                file.seek(offset)
-                fresh = file.read(size - offset)
+            try:
+                with log.open("rb") as file:
+                    file.seek(offset)
+                    fresh = file.read(size - offset)
+            except FileNotFoundError:  # rolled between the two calls
+                offset = 0
+                continue
             offset = size
             if b'"clientId":"kafka-client-exporter' in fresh and b'"requestApiKeyName":"API_VERSIONS"' in fresh:
                 break
