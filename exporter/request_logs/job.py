@@ -442,7 +442,8 @@ class FilesMoved(Exception):
     """Log rotation renamed files between the listing and the read (input_files.moved_since_listed)."""
 
     def __init__(self, files: Sequence[InputFile]) -> None:
-        super().__init__(f"{', '.join(f.path for f in files)}: renamed while this run read them (log rotation)")
+        them = "it" if len(files) == 1 else "them"
+        super().__init__(f"{', '.join(f.path for f in files)}: renamed while this run read {them} (log rotation)")
 
 
 #: Listings and reads an incremental run makes before it gives up on files that keep rotating under it.
