@@ -15,6 +15,7 @@ from collections.abc import Callable
 from exporter.config.settings import Settings
 from exporter.judging.clients import ClientJudge
 from exporter.judging.identities import join_identities
+from exporter.judging.own_connections import account
 from exporter.judging.upgrade import UpgradeJudge
 from exporter.policy import Policy, load_policy
 from exporter.snapshot import Reading, Snapshot, SourceKey, SourceResult
@@ -138,7 +139,9 @@ class CollectionLoop:
         results = [r for cluster_results in per_cluster for r in cluster_results]
         self._forget_gone({r.key for r in results})
         self._sequence += 1
-        clients = self._judge.judge(results)
+        clusters = tuple(c.name for c in self._settings.clusters)
+        accounts = account(clusters, results)
+        clients = self._judge.judge(results, accounts)
         identities, identity_series_dropped = join_identities(results, clients, self._max_identity_series)
         return Snapshot(
             sequence=self._sequence,
@@ -147,7 +150,7 @@ class CollectionLoop:
             results=tuple(results),
             errors_total=self._errors_total,
             last_success=self._last_success,
-            clusters=tuple(c.name for c in self._settings.clusters),
+            clusters=clusters,
             interval_seconds=self._settings.collection.interval_seconds,
             stale_after_seconds=self._settings.collection.stale_after_seconds,
             clients=clients,
@@ -155,6 +158,11 @@ class CollectionLoop:
             blocking_requests=self._upgrade_judge.judge(results),
             identities=identities,
             identity_series_dropped=identity_series_dropped,
+            own_by_broker=tuple(own for a in accounts.values() for own in a.by_broker),
+            own_by_listener=tuple(own for a in accounts.values() for own in a.by_listener),
+            broker_channels_read={
+                (cluster, broker): read for cluster, a in accounts.items() for broker, read in a.channels_read.items()
+            },
         )
 
     def _forget_gone(self, current: set[SourceKey]) -> None:

@@ -53,4 +53,14 @@ def stale_view(snapshot: Snapshot, freshness: Freshness) -> Snapshot:
         SourceResult(r.key, False, r.duration_seconds, r.finished_at, error_reason=STALE_REASON, error_message=message)
         for r in snapshot.results
     )
-    return replace(snapshot, results=results, clients=(), blocking_requests=(), identities=(), stale=True)
+    return replace(
+        snapshot,
+        results=results,
+        clients=(),
+        blocking_requests=(),
+        identities=(),
+        own_by_broker=(),
+        own_by_listener=(),
+        broker_channels_read={},
+        stale=True,
+    )

@@ -59,10 +59,26 @@ SUITE_MAX_ENTRIES = 100
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelConnections:
+    """Connections one broker holds open on one of its own network channels (docs/kafka-facts/
+    brokers-own-connections.md): Kafka's metric group without "-metrics" (``replica-fetcher``,
+    ``txn-marker-channel`` ...) and, where Kafka names it in the tags, the node they go to."""
+
+    channel: str
+    destination_broker: str | None
+    connections: int
+
+
+@dataclass(frozen=True, slots=True)
 class JmxReading:
     clients: tuple[ClientConnections, ...] = ()
     deprecated_requests: tuple[DeprecatedRequests, ...] = ()
     suites: tuple[ProcessorSuite, ...] = ()
+    # The broker's own outbound channels, and whether this way of reading can see them at all (a metrics endpoint
+    # whose rules drop them cannot: then nothing the broker holds can be told apart from a client).
+    channels: tuple[ChannelConnections, ...] = ()
+    channels_read: bool = False
+    release: str | None = None  # the broker's exact version (app-info), which names its channels' software version
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +88,15 @@ class FeatureRange:
     name: str
     min_version: int
     max_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerListeners:
+    """The listener names a broker's own channels use, and its replica fetcher threads, as DescribeConfigs says."""
+
+    inter_broker: str
+    controller: str | None
+    replica_fetchers: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +111,10 @@ class BrokerFacts:
     finalized_features: tuple[FeatureRange, ...]
     finalized_features_epoch: int
     inferred_release: str
+    # Where the broker's own channels connect, from DescribeConfigs of the broker (None: not read, e.g. no ACL):
+    # the inter-broker listener (replica fetchers, transaction markers), the controller listener, and how many
+    # replica fetcher threads it runs (at most one connection each per leader).
+    listeners: BrokerListeners | None = None
 
     def api(self, api_key: int) -> ApiRange | None:
         return next((a for a in self.apis if a.api_key == api_key), None)
@@ -127,6 +156,66 @@ class JudgedClient:
     violation: str | None = None  # below_minimum | denied_version | unknown_software | not_allowed
     violation_detail: str | None = None
     unparseable: bool = False  # a version rule applies but the version did not parse (never guessed)
+    # Of `connections`, those that are clients' for certain: the brokers' own channels (or those of a broker whose
+    # channels could not be read) cannot account for them. What a violation counts; None: all of them.
+    clients_certain: int | None = None
+
+    @property
+    def violating(self) -> int:
+        """The connections that break the policy: the certain clients' ones, when there is a violation."""
+        if self.violation is None:
+            return 0
+        return self.connections if self.clients_certain is None else self.clients_certain
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelShare:
+    """Connections of one broker's own channel (`holder` holds them) that a gauge counts."""
+
+    channel: str
+    holder: str
+    connections: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerListenerOwn:
+    """On one broker and listener, under one client software name/version: the connections of the brokers' own
+    channels that name this broker as their destination (replica fetchers), and how many of the gauge's
+    connections no broker's channel can be (`clients_certain`, what the policy judges)."""
+
+    cluster: str
+    broker: str
+    listener: str
+    software_name: str
+    software_version: str
+    connections: int  # what the broker's gauges count
+    own: tuple[ChannelShare, ...]
+    clients_certain: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerOwn:
+    """On one listener of a cluster, under one client software name/version, summed over the brokers read: the
+    connections of the brokers' own channels placed on a broker (`own_placed`, see BrokerListenerOwn) and, per
+    channel and holder, those of channels whose destination Kafka does not name (`own_unplaced`), as far as the
+    gauges count them; the clients' connections that are certain but cannot be placed on one broker
+    (`unattributed`); those that may be channels of brokers whose own channels could not be read (`in_doubt`,
+    those brokers in `unread`)."""
+
+    cluster: str
+    listener: str
+    software_name: str
+    software_version: str
+    connections: int
+    own_placed: int
+    own_unplaced: tuple[ChannelShare, ...]
+    unattributed: int
+    in_doubt: int
+    unread: tuple[str, ...]
+
+    @property
+    def own_total(self) -> int:
+        return self.own_placed + sum(share.connections for share in self.own_unplaced)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,12 +361,18 @@ class Snapshot:
     # the series by inventory.max_identity_series this cycle.
     identities: tuple[LivePairIdentities, ...] = ()
     identity_series_dropped: Mapping[str, int] = field(default_factory=dict)
+    # The brokers' own connections, told apart from the clients' (exporter/judging/own_connections.py).
+    own_by_broker: tuple[BrokerListenerOwn, ...] = ()
+    own_by_listener: tuple[ListenerOwn, ...] = ()
+    # (cluster, broker) -> whether its own channels were read this cycle (what the account could match).
+    broker_channels_read: Mapping[tuple[str, str], bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "errors_total", _frozen(self.errors_total))
         object.__setattr__(self, "last_success", _frozen(self.last_success))
         object.__setattr__(self, "folded_total", _frozen(self.folded_total))
         object.__setattr__(self, "identity_series_dropped", _frozen(self.identity_series_dropped))
+        object.__setattr__(self, "broker_channels_read", _frozen(self.broker_channels_read))
 
     def readings(self, kind: type[ReadingT]) -> Iterator[tuple[SourceKey, ReadingT]]:
         """Every successful poll's reading of `kind`, with the poll's key, in result order."""

@@ -68,6 +68,9 @@ POLICY_VIOLATION_CONNECTIONS = Family(
     Kind.GAUGE,
     "Open connections of client software that breaks the version policy, by reason (below_minimum, "
     "denied_version, unknown_software, not_allowed); judged on the real version before any folding. "
+    "Counts only connections that are clients' for certain: those the brokers' own channels account for (see "
+    "kafka_client_inter_broker_connections) or may account for (kafka_client_unverified_connections) are left out. "
+    'broker is empty ("") for certain ones the accounting cannot place on one broker. '
     "Only non-zero values are exported.",
     (*_CLIENT, "reason"),
     per_processor_opt_in=True,
@@ -114,6 +117,42 @@ CLIENT_SUITE_FULL = Family(
     "1 when a network processor tracks 100 client name/version keys that all have connections: Kafka "
     "then silently stops tracking new clients there, so the inventory of that processor is incomplete.",
     (KAFKA_CLUSTER, "broker", "listener", NETWORK_PROCESSOR),
+)
+
+# The brokers' own connections (exporter/judging/own_connections.py).
+OUTBOUND_CONNECTIONS = Family(
+    "kafka_broker_outbound_connections",
+    Kind.GAUGE,
+    "Connections this broker holds open on its own network channels (replica-fetcher, txn-marker-channel, "
+    "AddPartitionsManager-channel, raft-channel, heartbeat, ...), from the channel's selector metrics attribute "
+    "connection-count (kafka.server:type=<channel>-metrics). destination_broker is the node Kafka names in the "
+    "tags (replica fetchers: the leader), empty where it names none. Only non-zero values are exported.",
+    (KAFKA_CLUSTER, "broker", "channel", "destination_broker"),
+)
+INTER_BROKER_CONNECTIONS = Family(
+    "kafka_client_inter_broker_connections",
+    Kind.GAUGE,
+    "Of the kafka_client_connections on this listener under this client software name and version, those the "
+    "brokers' own channels hold (replica fetchers count as unknown; markers and controller channels as "
+    "apache-kafka-java at the holder's release), as far as the gauges count them. broker is the destination where "
+    'Kafka names it (replica fetchers); empty ("") where it names none, counted per cluster and listener.',
+    (KAFKA_CLUSTER, "broker", "listener", "client_software_name", "client_software_version", "channel"),
+)
+UNVERIFIED_CONNECTIONS = Family(
+    "kafka_client_unverified_connections",
+    Kind.GAUGE,
+    "Connections on this listener under this client software that may be the own channels of brokers whose "
+    "channels could not be read this cycle (kafka_client_exporter_broker_channels_read 0): neither judged as a "
+    "client's (no violation) nor as a broker's. Only non-zero values are exported.",
+    (KAFKA_CLUSTER, "listener", "client_software_name", "client_software_version"),
+)
+BROKER_CHANNELS_READ = Family(
+    "kafka_client_exporter_broker_channels_read",
+    Kind.GAUGE,
+    "1 when this broker's own channels were read this cycle (its JMX with the channels' selector metrics and "
+    "app-info, and its listener names from DescribeConfigs), so its connections to other brokers can be told "
+    "from clients'; 0 when not.",
+    (KAFKA_CLUSTER, "broker"),
 )
 
 # Brokers (ApiVersions: KIP-35, KIP-511, KIP-584).
@@ -270,6 +309,10 @@ CATALOG: tuple[Family, ...] = (
     DEPRECATED_REQUESTS,
     UPGRADE_BLOCKING_REQUESTS,
     CLIENT_SUITE_FULL,
+    OUTBOUND_CONNECTIONS,
+    INTER_BROKER_CONNECTIONS,
+    UNVERIFIED_CONNECTIONS,
+    BROKER_CHANNELS_READ,
     IDENTITY_INFO,
     IDENTITY_SERIES_DROPPED,
     INVENTORY_TIMESTAMP,

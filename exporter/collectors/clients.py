@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from prometheus_client.core import Metric
 
 from exporter.collectors import catalog
+from exporter.collectors.own_connections import NO_BROKER
 from exporter.snapshot import JmxReading, Snapshot
 
 
@@ -16,6 +17,10 @@ def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterat
     connections = catalog.CONNECTIONS.new(network_processor_label)
     violations = catalog.POLICY_VIOLATION_CONNECTIONS.new(network_processor_label)
     sums: dict[tuple[str, ...], int] = defaultdict(int)
+    # The version label each real pair is shown under ("other" when the cap folded it).
+    shown_versions = {
+        (row.cluster, row.software_name, row.real_software_version): row.software_version for row in snapshot.clients
+    }
     violating: dict[tuple[str, ...], int] = defaultdict(int)
     for row in snapshot.clients:
         key = (
@@ -27,10 +32,28 @@ def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterat
             row.software_version,
         )
         sums[key] += row.connections
-        if row.violation is not None:
-            violating[(*key, row.violation)] += row.connections
+        if row.violation is not None and row.violating:
+            violating[(*key, row.violation)] += row.violating
     for key, total in sorted(sums.items()):
         connections.add_metric(list(key), total)
+    reasons = {(row.cluster, row.software_name, row.real_software_version): row.violation for row in snapshot.clients}
+    for on_listener in snapshot.own_by_listener:
+        # Clients' connections that are certain in the cluster but that no broker can be named for.
+        reason = reasons.get((on_listener.cluster, on_listener.software_name, on_listener.software_version))
+        if on_listener.unattributed and reason is not None:
+            version = shown_versions.get(
+                (on_listener.cluster, on_listener.software_name, on_listener.software_version),
+                on_listener.software_version,
+            )
+            key = (
+                on_listener.cluster,
+                NO_BROKER,
+                on_listener.listener,
+                *([NO_BROKER] if network_processor_label else []),
+                on_listener.software_name,
+                version,
+            )
+            violating[(*key, reason)] += on_listener.unattributed
     for key, total in sorted(violating.items()):
         violations.add_metric(list(key), total)
 

@@ -12,6 +12,7 @@ from exporter.collectors.client_metrics import client_metrics_families
 from exporter.collectors.clients import client_families
 from exporter.collectors.health import build_info, health_families
 from exporter.collectors.identities import identity_families
+from exporter.collectors.own_connections import own_connection_families
 from exporter.snapshot import Snapshot
 
 
@@ -27,6 +28,7 @@ class SnapshotCollector(Collector):
         if self._snapshot is None:
             return
         yield from client_families(self._snapshot, self._per_processor)
+        yield from own_connection_families(self._snapshot)
         yield from identity_families(self._snapshot)
         yield from broker_families(self._snapshot)
         yield from client_metrics_families(self._snapshot)

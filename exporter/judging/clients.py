@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+from exporter.judging.own_connections import ClusterAccount
 from exporter.policy import Policy
 from exporter.snapshot import FOLDED_VERSION, JmxReading, JudgedClient, SourceResult
 
@@ -27,7 +28,11 @@ class ClientJudge:
     def folded_total(self) -> Mapping[str, int]:
         return dict(self._folded_total)
 
-    def judge(self, results: Iterable[SourceResult]) -> tuple[JudgedClient, ...]:
+    def judge(
+        self, results: Iterable[SourceResult], accounts: Mapping[str, ClusterAccount] | None = None
+    ) -> tuple[JudgedClient, ...]:
+        """The cycle's client rows, judged; `accounts` says per cluster which connections are the brokers' own
+        (a violation counts only the clients' connections that are certain)."""
         raw: dict[str, list[tuple[str, str, str, str, str, int]]] = defaultdict(list)
         for result in results:
             reading = result.reading_of(JmxReading)
@@ -61,8 +66,17 @@ class ClientJudge:
                     folded.add(pair)
             self._folded_total[cluster] += len(folded)
             verdicts = {pair: self._policy.check(*pair) for pair in present}
-            for broker, listener, processor, name, version, connections in raw[cluster]:
+            # Per (broker, listener, name, version): the certain clients' connections left to place on processors.
+            certain = dict(accounts[cluster].clients_certain()) if accounts and cluster in accounts else {}
+            for broker, listener, processor, name, version, connections in sorted(raw[cluster]):
                 check = verdicts[(name, version)]
+                key = (broker, listener, name, version)
+                clients_certain = None
+                if key in certain:
+                    # Which processor a broker's own connection sits on is not known: the certain ones are listed
+                    # against the lowest-numbered processors first.
+                    clients_certain = min(connections, certain[key])
+                    certain[key] -= clients_certain
                 rows.append(
                     JudgedClient(
                         cluster=cluster,
@@ -76,6 +90,7 @@ class ClientJudge:
                         violation=check.violation.reason if check.violation else None,
                         violation_detail=check.violation.detail if check.violation else None,
                         unparseable=check.unparseable,
+                        clients_certain=clients_certain,
                     )
                 )
         return tuple(rows)

@@ -1,15 +1,26 @@
-"""ApiVersions source: what each broker the cluster's discovery knows says about itself (KIP-35/511/584)."""
+"""ApiVersions source: what each broker the cluster's discovery knows says about itself (KIP-35/511/584), and
+where its own channels connect (DescribeConfigs of the broker, re-read every few minutes: those settings change
+only with a restart)."""
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-from exporter.snapshot import BrokerFacts, SourceResult
-from exporter.sources.base import Poll, Source, SourceName
-from exporter.sources.broker_protocol import API_VERSIONS, read_broker_facts
+from exporter.snapshot import BrokerFacts, BrokerListeners, SourceResult
+from exporter.sources.base import Poll, Source, SourceError, SourceName
+from exporter.sources.broker_protocol import API_VERSIONS, read_broker_facts, read_broker_listeners
 from exporter.sources.discovery import DiscoverySource
 from exporter.sources.kafka_session import BrokerAddress, KafkaSession
+
+log = logging.getLogger(__name__)
+
+# How long a broker's listener names are kept before they are asked again, and how long after a failure.
+LISTENERS_TTL_SECONDS = 600.0
+LISTENERS_RETRY_SECONDS = 60.0
 
 
 class ApiVersionsSource(Source):
@@ -21,12 +32,16 @@ class ApiVersionsSource(Source):
         self._session = session
         # The highest ApiVersions version each broker advertised last time: where its next poll starts.
         self._start_version: dict[int, int] = {}
+        # Each broker's listener names (None after a failure) and when to ask again.
+        self._listeners: dict[int, tuple[float, BrokerListeners | None]] = {}
 
     def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
         brokers = self._discovery.brokers()
         polled = {broker.node_id for broker in brokers}
         for node_id in [n for n in self._start_version if n not in polled]:
             del self._start_version[node_id]  # forgotten by discovery; a broker coming back starts afresh
+        for node_id in [n for n in self._listeners if n not in polled]:
+            del self._listeners[node_id]
         return [Poll(str(broker.node_id), partial(self._read, broker)) for broker in brokers]
 
     async def _read(self, broker: BrokerAddress) -> BrokerFacts:
@@ -35,4 +50,26 @@ class ApiVersionsSource(Source):
         own = facts.api(API_VERSIONS)
         if own is not None:
             self._start_version[broker.node_id] = own.max_version
-        return facts
+        return dataclasses.replace(facts, listeners=await self._broker_listeners(broker.node_id, facts))
+
+    async def _broker_listeners(self, node_id: int, facts: BrokerFacts) -> BrokerListeners | None:
+        """The broker's listener names, asked again every LISTENERS_TTL_SECONDS. A failure does
+        not fail the ApiVersions poll: its own channels then count as unread (exporter/judging/own_connections.py)."""
+        again, listeners = self._listeners.get(node_id, (float("-inf"), None))
+        if time.monotonic() < again:
+            return listeners
+        try:
+            listeners = await self._session.call(read_broker_listeners, node_id, facts)
+        except SourceError as error:
+            if node_id not in self._listeners or self._listeners[node_id][1] is not None:
+                log.warning(
+                    "%s/%s: cannot read the broker's listener names, so its own connections cannot be told from "
+                    "clients': %s",
+                    self.cluster,
+                    node_id,
+                    error,
+                )
+            listeners = None
+        ttl = LISTENERS_TTL_SECONDS if listeners is not None else LISTENERS_RETRY_SECONDS
+        self._listeners[node_id] = (time.monotonic() + ttl, listeners)
+        return listeners

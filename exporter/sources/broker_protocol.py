@@ -15,7 +15,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from exporter.kafka_releases.inference import infer_release
 from exporter.kafka_releases.table import api_name
-from exporter.snapshot import ApiRange, BrokerFacts, ClientMetricsReading, FeatureRange, Subscription
+from exporter.snapshot import ApiRange, BrokerFacts, BrokerListeners, ClientMetricsReading, FeatureRange, Subscription
 from exporter.sources.base import Reason
 from exporter.sources.kafka_session import SOFTWARE_NAME, ProtocolError, software_version
 
@@ -28,6 +28,15 @@ NONE = 0
 CLUSTER_AUTHORIZATION_FAILED = 31
 UNSUPPORTED_VERSION = 35
 CLIENT_METRICS = 16  # ConfigResource.Type
+BROKER = 4  # ConfigResource.Type
+# Where a broker's own channels connect (docs/kafka-facts/brokers-own-connections.md). KafkaConfig falls back to the
+# listener named after security.inter.broker.protocol when inter.broker.listener.name is not set.
+LISTENER_KEYS = [
+    "inter.broker.listener.name",
+    "security.inter.broker.protocol",
+    "controller.listener.names",
+    "num.replica.fetchers",
+]
 SUBSCRIPTION_KEYS = ["metrics", "interval.ms", "match"]
 DEFAULT_INTERVAL_MS = 300000  # ClientMetricsConfigs default interval.ms
 ACL_HINT = (
@@ -174,3 +183,41 @@ async def read_client_metrics(
             )
         )
     return ClientMetricsReading(v0, v1, api_used, tuple(sorted(subscriptions, key=lambda s: s.name)))
+
+
+async def read_broker_listeners(manager: KafkaConnectionManager, node_id: int, facts: BrokerFacts) -> BrokerListeners:
+    """The broker's inter-broker and controller listener names and replica fetcher threads, from DescribeConfigs of
+    the broker itself (static configuration: asked of that broker)."""
+    conn = await _connection(manager, node_id)
+    request = DescribeConfigsRequest(
+        version=_describe_version(facts),
+        resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=BROKER, resource_name=str(node_id), configuration_keys=LISTENER_KEYS
+            )
+        ],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    response = await conn.send_request(request)
+    result = response.results[0]
+    if result.error_code == CLUSTER_AUTHORIZATION_FAILED:
+        raise ProtocolError(Reason.AUTHORIZATION, f"DescribeConfigs of broker {node_id} denied: {ACL_HINT}")
+    if result.error_code != NONE:
+        raise ProtocolError(
+            Reason.PROTOCOL,
+            f"DescribeConfigs of broker {node_id} failed with error code {result.error_code}: {result.error_message}",
+        )
+    values = {c.name: c.value for c in result.configs}
+    inter_broker = values.get("inter.broker.listener.name") or values.get("security.inter.broker.protocol")
+    try:
+        fetchers = int(values.get("num.replica.fetchers") or "")
+    except ValueError:
+        fetchers = -1
+    if not inter_broker or fetchers < 1:
+        raise ProtocolError(
+            Reason.INVALID_RESPONSE,
+            f"DescribeConfigs of broker {node_id}: no inter-broker listener or replica fetcher count in {values}",
+        )
+    controller = next(iter(_split_list(values.get("controller.listener.names"))), None)
+    return BrokerListeners(inter_broker, controller, fetchers)

@@ -178,4 +178,4 @@ def parse_exposition(text: str, mapping: ExpositionMapping) -> JmxReading:
                 request = _deprecated(mapping.deprecated, sample.labels, count)
                 if request is not None:
                     deprecated.append(request)
-    return gauge_reading(clients, deprecated)
+    return gauge_reading(clients, deprecated, channels_read=False)

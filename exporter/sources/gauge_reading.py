@@ -7,12 +7,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, ProcessorSuite
+from exporter.snapshot import ChannelConnections, ClientConnections, DeprecatedRequests, JmxReading, ProcessorSuite
 
 
-def gauge_reading(clients: Iterable[ClientConnections], deprecated: Iterable[DeprecatedRequests] = ()) -> JmxReading:
+def gauge_reading(
+    clients: Iterable[ClientConnections],
+    deprecated: Iterable[DeprecatedRequests] = (),
+    channels: Iterable[ChannelConnections] = (),
+    *,
+    channels_read: bool,
+    release: str | None = None,
+) -> JmxReading:
     """The reading of one broker's client gauges (zero-valued ones included: judging drops them, the suites
-    count them) and deprecated-request counts."""
+    count them), deprecated-request counts and, when the source could read them (`channels_read`), the broker's
+    own channels and its exact release."""
     clients = tuple(clients)
     suite_keys: dict[tuple[str, str], list[int]] = defaultdict(list)
     for client in clients:
@@ -21,4 +29,11 @@ def gauge_reading(clients: Iterable[ClientConnections], deprecated: Iterable[Dep
         ProcessorSuite(listener, processor, keys=len(counts), live_keys=sum(1 for c in counts if c > 0))
         for (listener, processor), counts in sorted(suite_keys.items())
     )
-    return JmxReading(clients=clients, deprecated_requests=tuple(deprecated), suites=suites)
+    return JmxReading(
+        clients=clients,
+        deprecated_requests=tuple(deprecated),
+        suites=suites,
+        channels=tuple(channels),
+        channels_read=channels_read,
+        release=release,
+    )

@@ -22,11 +22,12 @@ from typing import ClassVar
 from jmxquery import JAR_PATH, JMXQuery
 
 from exporter.config.settings import ClusterConfig
-from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading, SourceResult
+from exporter.kafka_releases.broker_channels import BY_NAME as CHANNELS
+from exporter.snapshot import ChannelConnections, ClientConnections, DeprecatedRequests, JmxReading, SourceResult
 from exporter.sources.base import Poll, Reason, SourceError, SourceName
 from exporter.sources.discovery import DiscoverySource, PerBrokerSource, url_host
 from exporter.sources.gauge_reading import gauge_reading
-from exporter.sources.object_name import parse_object_name
+from exporter.sources.object_name import ObjectName, parse_object_name
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,12 @@ QUERIES: tuple[JMXQuery, ...] = (
         "connections",
     ),
     JMXQuery("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,*", "Count"),
+    # The broker's own channels (docs/kafka-facts/brokers-own-connections.md): three patterns cover every channel
+    # of 3.9 and 4.x; types that are not channels we know are left out by parse_reading.
+    JMXQuery("kafka.server:type=replica-fetcher-metrics,broker-id=*,fetcher-id=*", "connection-count"),
+    JMXQuery("kafka.server:type=*-channel-metrics", "connection-count"),
+    JMXQuery("kafka.server:type=*-metrics,BrokerId=*", "connection-count"),
+    JMXQuery("kafka.server:type=app-info,id=*", "Version"),
 )
 
 # How much of the jar's stderr/stdout goes into an error message: enough for the root cause.
@@ -157,23 +164,48 @@ def _count(value: object) -> int | None:
     return round(value)
 
 
+def _channel(name: ObjectName) -> ChannelConnections | None:
+    """The channel an item's MBean is the selector metrics of, when it is one we know (count filled in later)."""
+    props = name.properties
+    kind = props.get("type", "").removesuffix("-metrics")
+    channel = CHANNELS.get(kind)
+    if name.domain != "kafka.server" or channel is None or not props["type"].endswith("-metrics"):
+        return None
+    destination = props.get(channel.destination_tag) if channel.destination_tag else None
+    if channel.destination_tag is not None and destination is None:
+        return None
+    return ChannelConnections(channel.name, destination, 0)
+
+
 def parse_reading(items: Iterable[dict]) -> JmxReading:
     """Turn the jar's JSON items into a reading; items of other MBean shapes are ignored."""
     clients: list[ClientConnections] = []
     deprecated: list[DeprecatedRequests] = []
+    channels: dict[tuple[str, str | None], int] = {}
+    release: str | None = None
     for item in items:
         try:
             name = parse_object_name(str(item["mBeanName"]))
         except (KeyError, ValueError):
             log.debug("skipping JMX item without a valid mBeanName: %r", item)
             continue
+        attribute = item.get("attribute")
+        if attribute == "Version" and name.properties.get("type") == "app-info" and isinstance(item.get("value"), str):
+            release = str(item["value"])
+            continue
         count = _count(item.get("value"))
         if count is None:
             continue
         props = name.properties
+        if attribute == "connection-count":
+            channel = _channel(name)
+            if channel is not None:
+                key = (channel.channel, channel.destination_broker)
+                channels[key] = channels.get(key, 0) + count  # one per fetcher thread: summed per leader
+            continue
         if (
             name.domain == "kafka.server"
-            and item.get("attribute") == "connections"
+            and attribute == "connections"
             and name.keys == CLIENT_GAUGE_KEYS
             and props["type"] == "socket-server-metrics"
         ):
@@ -188,7 +220,7 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
             )
         elif (
             name.domain == "kafka.network"
-            and item.get("attribute") == "Count"
+            and attribute == "Count"
             and name.keys == DEPRECATED_KEYS
             and props["name"] == "DeprecatedRequestsPerSec"
         ):
@@ -201,7 +233,9 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
                     count=count,
                 )
             )
-    return gauge_reading(clients, deprecated)
+    # Channels without a connection now are left out, as zero-valued client gauges are.
+    own = tuple(ChannelConnections(c, to, n) for (c, to), n in sorted(channels.items(), key=str) if n > 0)
+    return gauge_reading(clients, deprecated, own, channels_read=True, release=release)
 
 
 async def read_broker(target: JmxTarget, java: JavaRuntime, deadline_seconds: float) -> JmxReading:

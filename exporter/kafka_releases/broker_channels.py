@@ -1,0 +1,65 @@
+"""The network channels a broker opens to other nodes itself, and how the node at the other end counts them in its
+KIP-511 client gauges (docs/kafka-facts/brokers-own-connections.md).
+
+Every such channel is a NetworkClient whose Selector registers `connection-count` under the channel's metric group
+(the MBean type). A channel that sends ApiVersions is counted as Kafka's Java client at the holder's exact version;
+one that never does is counted as `unknown`, like a client too old to name itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from exporter.policy.versions import parse_version
+
+UNKNOWN_SOFTWARE = ("unknown", "unknown")
+JAVA_CLIENT = "apache-kafka-java"
+
+
+class Towards(StrEnum):
+    """Which listener of the destination a channel connects to (each broker says its names in DescribeConfigs)."""
+
+    INTER_BROKER = "inter_broker"  # inter.broker.listener.name (or security.inter.broker.protocol)
+    CONTROLLER = "controller"  # the first of controller.listener.names
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerChannel:
+    #: Kafka's metric group without "-metrics": the MBean type `<channel>-metrics`, and our `channel` label.
+    name: str
+    #: What the operator reads on the status page.
+    title: str
+    towards: Towards
+    #: The MBean tag that names the destination node, when Kafka names it.
+    destination_tag: str | None = None
+    #: The first release whose channel sends ApiVersions (so names itself); None: no release does.
+    names_itself_from: str | None = "0.0.0"
+
+    def appears_as(self, holder_version: str) -> tuple[str, str]:
+        """The (software name, version) the destination's gauges count this channel's connections under."""
+        if self.names_itself_from is None:
+            return UNKNOWN_SOFTWARE
+        holder = parse_version(holder_version)
+        first = parse_version(self.names_itself_from)
+        if holder is None or first is None or holder < first:
+            return UNKNOWN_SOFTWARE
+        return (JAVA_CLIENT, holder_version)
+
+
+CHANNELS: tuple[BrokerChannel, ...] = (
+    BrokerChannel(
+        "replica-fetcher", "replica fetchers", Towards.INTER_BROKER, destination_tag="broker-id", names_itself_from=None
+    ),
+    BrokerChannel("txn-marker-channel", "transaction markers", Towards.INTER_BROKER, names_itself_from="4.0.0"),
+    BrokerChannel("AddPartitionsManager-channel", "AddPartitionsToTxn verification", Towards.INTER_BROKER),
+    BrokerChannel("Persister-channel", "share-group state persister", Towards.INTER_BROKER),
+    BrokerChannel("ShareGroupDLQManager-channel", "share-group dead-letter queue", Towards.INTER_BROKER),
+    BrokerChannel("raft-channel", "KRaft quorum", Towards.CONTROLLER),
+    BrokerChannel("forwarding", "request forwarding to the controller", Towards.CONTROLLER),
+    BrokerChannel("heartbeat", "broker heartbeats", Towards.CONTROLLER),
+    BrokerChannel("registration", "broker registration", Towards.CONTROLLER),
+    BrokerChannel("alter-partition", "AlterPartition (ISR changes)", Towards.CONTROLLER),
+    BrokerChannel("directory-assignments", "log directory assignments", Towards.CONTROLLER),
+)
+BY_NAME: dict[str, BrokerChannel] = {channel.name: channel for channel in CHANNELS}
