@@ -10,10 +10,11 @@ DescribeConfigs which listener they land on. The account matches the two, never 
 - one whose destination it does not name is matched per cluster and listener. Its NetworkClient holds at most one
   connection per node, so a broker can hold at most one per such channel and holder: whatever exceeds that on a
   broker is a client's for certain, the rest of the cluster's excess is certain but placed on no broker;
-- a broker whose channels could not be read (its JMX failed, an endpoint without these metrics, no DescribeConfigs)
-  may hold connections to every broker: for the `unknown` software, which its replica fetchers always are, what
-  it could hold is "in doubt" (neither a violation nor hidden: served as such), up to one connection per replica
-  fetcher thread and marker-like channel per destination; unbounded when its fetcher count is not known either.
+- a broker whose channels could not be matched (its JMX failed, an endpoint without these metrics, no release or
+  listener names) may hold connections to every broker: for the `unknown` software, which its replica fetchers
+  always are, what it could hold is "in doubt" (neither a violation nor hidden: served as such) -- what its JMX
+  says it holds when only the listener is missing, else one connection per replica fetcher thread (DescribeConfigs)
+  and marker-like channel per destination, and no bound when neither is known.
 
 Raw counts are untouched: `kafka_client_connections` stays what each broker counts.
 """
@@ -73,13 +74,26 @@ class _Holder:
 
     @property
     def read(self) -> bool:
-        return (
-            self.reading is not None
-            and self.reading.channels_read
-            and self.reading.release is not None
-            and self.facts is not None
-            and self.facts.listeners is not None
-        )
+        """Whether its channels can be matched: read, with the release and listeners that say where they land (a
+        broker that holds none, like the broker double, needs neither)."""
+        reading = self.reading
+        if reading is None or not reading.channels_read:
+            return False
+        holds_none = not any(channel.connections for channel in reading.channels)
+        known = reading.release is not None and self.facts is not None and self.facts.listeners is not None
+        return holds_none or known
+
+
+@dataclass(frozen=True, slots=True)
+class _Doubt:
+    """How many `unknown` connections an unread broker's channels can hold towards one broker: `default`, or
+    `per_destination` where its replica fetchers were read; None: no bound is known."""
+
+    default: int | None
+    per_destination: Mapping[str, int]
+
+    def towards(self, broker: str) -> int | None:
+        return self.per_destination.get(broker, self.default)
 
 
 def _listener(holder: _Holder, towards: Towards) -> str | None:
@@ -88,23 +102,36 @@ def _listener(holder: _Holder, towards: Towards) -> str | None:
     return listeners.inter_broker if towards is Towards.INTER_BROKER else listeners.controller
 
 
-def _doubt_per_destination(holder: _Holder) -> int | None:
-    """How many `unknown` connections an unread broker's channels can hold towards one other broker: one per
-    replica fetcher thread, plus one per channel that sends no ApiVersions in the broker's release (when that is
-    not known: in any release). None when its replica fetcher count is not known."""
-    facts = holder.facts
-    if facts is None or facts.listeners is None:
-        return None
-    release = holder.reading.release if holder.reading is not None else None
-    release = release or (facts.inferred_release if facts.inferred_release != "unknown" else None)
-    unnamed = sum(
+def _unnamed_unknown_channels(release: str | None) -> int:
+    """Inter-broker channels without a named destination that are counted as `unknown` in `release` (in any
+    release, when it is not known): each holds at most one connection per broker."""
+    return sum(
         1
         for channel in CHANNELS
         if channel.destination_tag is None
         and channel.towards is Towards.INTER_BROKER
         and (release is None or channel.appears_as(release) == UNKNOWN_SOFTWARE)
     )
-    return facts.listeners.replica_fetchers + unnamed
+
+
+def _doubt(holder: _Holder) -> _Doubt:
+    """What an unread broker may put on other brokers' gauges as `unknown`: what it was read to hold, when its JMX
+    answered but its release or listeners are not known; else one connection per replica fetcher thread (from
+    DescribeConfigs) and per marker-like channel; no bound without either."""
+    facts, reading = holder.facts, holder.reading
+    release = reading.release if reading is not None else None
+    if release is None and facts is not None and facts.inferred_release != "unknown":
+        release = facts.inferred_release
+    unnamed = _unnamed_unknown_channels(release)
+    if reading is not None and reading.channels_read:
+        fetchers: dict[str, int] = defaultdict(int)
+        for channel in reading.channels:
+            if channel.destination_broker is not None:
+                fetchers[channel.destination_broker] += channel.connections
+        return _Doubt(unnamed, {broker: n + unnamed for broker, n in fetchers.items()})
+    if facts is None or facts.listeners is None:
+        return _Doubt(None, {})
+    return _Doubt(facts.listeners.replica_fetchers + unnamed, {})
 
 
 def _apportion(total: int, shares: list[ChannelShare]) -> tuple[ChannelShare, ...]:
@@ -118,11 +145,16 @@ def _apportion(total: int, shares: list[ChannelShare]) -> tuple[ChannelShare, ..
     return tuple(out)
 
 
-def _certain(residual: Mapping[str, int], per_broker_unnamed: int, doubt: int | None, left: int) -> dict[str, int]:
+def _certain(
+    residual: Mapping[str, int], per_broker_unnamed: int, doubt: Mapping[str, int | None], left: int
+) -> dict[str, int]:
     """Per broker, the connections no channel can be: its residual beyond what the unnamed channels and the unread
-    brokers could put there. Never more than the cluster's residual (`left`), which brokers read at slightly
-    different moments can make smaller than the sum."""
-    certain = {broker: 0 if doubt is None else max(0, n - per_broker_unnamed - doubt) for broker, n in residual.items()}
+    brokers (`doubt`, per broker; None: unbounded) could put there. Never more than the cluster's residual
+    (`left`), which brokers read at slightly different moments can make smaller than the sum."""
+    certain = {}
+    for broker, n in residual.items():
+        cap = doubt.get(broker, 0)
+        certain[broker] = 0 if cap is None else max(0, n - per_broker_unnamed - cap)
     excess = sum(certain.values()) - left
     for broker in sorted(certain, reverse=True):
         if excess <= 0:
@@ -131,6 +163,15 @@ def _certain(residual: Mapping[str, int], per_broker_unnamed: int, doubt: int | 
         certain[broker] -= cut
         excess -= cut
     return certain
+
+
+def _doubt_by_broker(residual: Mapping[str, int], doubts: list[_Doubt]) -> dict[str, int | None]:
+    """Per broker with a residual, how many `unknown` connections the unread brokers could hold towards it."""
+    out: dict[str, int | None] = {}
+    for broker in residual:
+        caps = [doubt.towards(broker) for doubt in doubts]
+        out[broker] = None if None in caps else sum(cap or 0 for cap in caps)
+    return out
 
 
 def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAccount:
@@ -156,20 +197,23 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
     for broker, holder in holders.items():
         if not holder.read:
             continue
-        assert holder.reading is not None and holder.reading.release is not None
+        assert holder.reading is not None
+        release = holder.reading.release
+        if release is None:  # it holds nothing (see _Holder.read)
+            continue
         for channel in holder.reading.channels:
             spec = BY_NAME[channel.channel]
             listener = _listener(holder, spec.towards)
             if listener is None:
                 continue
-            landing = landings[(listener, *spec.appears_as(holder.reading.release))]
+            landing = landings[(listener, *spec.appears_as(release))]
             share = ChannelShare(channel.channel, broker, channel.connections)
             if channel.destination_broker is not None:
                 landing.exact[channel.destination_broker].append(share)
             else:
                 landing.unnamed.append(share)
-    doubt = [_doubt_per_destination(holders[broker]) for broker in unread]
-    doubt_cap: int | None = None if any(d is None for d in doubt) else sum(d for d in doubt if d is not None)
+    doubts = [_doubt(holders[broker]) for broker in unread]
+    gauges_unread = sum(1 for reading in readings.values() if reading is None)
     by_broker: list[BrokerListenerOwn] = []
     by_listener: list[ListenerOwn] = []
     for (listener, name, version), landing in sorted(landings.items()):
@@ -185,15 +229,22 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
         # At most one connection per holder and channel reaches one broker.
         per_broker_unnamed = min(unnamed_total, sum(1 for share in landing.unnamed if share.connections > 0))
         left = sum(residual.values())
-        unnamed_own = _apportion(left, landing.unnamed)
-        left -= sum(share.connections for share in unnamed_own)
-        in_doubt_cap: int | None = doubt_cap if (name, version) == UNKNOWN_SOFTWARE and unread else 0
-        certain = _certain(residual, per_broker_unnamed, in_doubt_cap, left)
+        # Unnamed channels may also go to brokers whose gauges were not read: only what cannot have gone there is
+        # surely on the gauges read; the rest may be a channel's or a client's.
+        surely_here = max(0, unnamed_total - gauges_unread * per_broker_unnamed)
+        unnamed_own = _apportion(min(left, surely_here), landing.unnamed)
+        surely_own = sum(share.connections for share in unnamed_own)
+        maybe_elsewhere = min(left, unnamed_total) - surely_own
+        left -= surely_own
+        doubt = _doubt_by_broker(residual, doubts) if (name, version) == UNKNOWN_SOFTWARE else {}
+        certain = _certain(residual, per_broker_unnamed, doubt, left)
         for broker, raw, own in broker_rows:
             if own or certain[broker] != raw:
                 by_broker.append(BrokerListenerOwn(cluster, broker, listener, name, version, raw, own, certain[broker]))
         placed = sum(certain.values())
-        definite = placed if in_doubt_cap is None else max(placed, left - in_doubt_cap * len(broker_rows))
+        caps = list(doubt.values())
+        could_be_own = sum(cap or 0 for cap in caps) + maybe_elsewhere
+        definite = placed if None in caps else max(placed, left - could_be_own)
         unattributed, in_doubt = definite - placed, left - definite
         if exact_own or unnamed_own or unattributed or in_doubt:
             by_listener.append(
