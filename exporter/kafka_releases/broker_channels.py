@@ -51,14 +51,16 @@ CHANNELS: tuple[BrokerChannel, ...] = (
     BrokerChannel(
         "replica-fetcher", "replica fetchers", Towards.INTER_BROKER, destination_tag="broker-id", names_itself_from=None
     ),
-    BrokerChannel("txn-marker-channel", "transaction markers", Towards.INTER_BROKER, names_itself_from="4.0.0"),
+    # KAFKA-20322 (commit a0203dc0fc): the marker channel sends ApiVersions from 4.2.1 and 4.3.0 on, not in 4.2.0.
+    BrokerChannel("txn-marker-channel", "transaction markers", Towards.INTER_BROKER, names_itself_from="4.2.1"),
     BrokerChannel("AddPartitionsManager-channel", "AddPartitionsToTxn verification", Towards.INTER_BROKER),
     BrokerChannel("Persister-channel", "share-group state persister", Towards.INTER_BROKER),
+    BrokerChannel("NetworkPartitionMetadataClient-channel", "share-group partition offsets", Towards.INTER_BROKER),
     BrokerChannel("ShareGroupDLQManager-channel", "share-group dead-letter queue", Towards.INTER_BROKER),
     BrokerChannel("raft-channel", "KRaft quorum", Towards.CONTROLLER),
     BrokerChannel("forwarding", "request forwarding to the controller", Towards.CONTROLLER),
-    BrokerChannel("heartbeat", "broker heartbeats", Towards.CONTROLLER),
-    BrokerChannel("registration", "broker registration", Towards.CONTROLLER),
+    BrokerChannel("heartbeat", "broker heartbeats and registration", Towards.CONTROLLER),
+    BrokerChannel("registration", "controller registration (KIP-919)", Towards.CONTROLLER),
     BrokerChannel("alter-partition", "AlterPartition (ISR changes)", Towards.CONTROLLER),
     BrokerChannel("directory-assignments", "log directory assignments", Towards.CONTROLLER),
 )
