@@ -133,8 +133,9 @@ INTER_BROKER_CONNECTIONS = Family(
     "kafka_client_inter_broker_connections",
     Kind.GAUGE,
     "Of the kafka_client_connections on this listener under this client software name and version, those the "
-    "brokers' own channels hold (replica fetchers count as unknown; markers and controller channels as "
-    "apache-kafka-java at the holder's release), as far as the gauges count them. broker is the destination where "
+    "brokers' own channels hold (counted as unknown where the channel sends no ApiVersions, as replica fetchers "
+    "never do, else as apache-kafka-java at the holder's release), as far as the gauges count them. broker is the "
+    "destination where "
     'Kafka names it (replica fetchers); empty ("") where it names none, counted per cluster and listener.',
     (KAFKA_CLUSTER, "broker", "listener", "client_software_name", "client_software_version", "channel"),
 )

@@ -1,5 +1,7 @@
 """One snapshot that fills every metric family: judged clients (violations, a folded pair, a label value that
 needs escaping), deprecated requests (one that 4.0 still serves, one that blocks it), a full network processor,
+the brokers' own channels (a replica fetcher placed on its broker, markers per cluster, one connection of an unnamed
+client that no broker can be named for, one in doubt while broker 2's channels are unread),
 broker facts with features, client-metrics subscriptions on one cluster and none on an older one, a failed poll
 with its error count, and an inventory whose identities meet the series limit."""
 
@@ -14,6 +16,9 @@ from exporter.snapshot import (
     FOLDED_VERSION,
     ApiRange,
     BrokerFacts,
+    BrokerListenerOwn,
+    ChannelConnections,
+    ChannelShare,
     ClientConnections,
     ClientIdentity,
     ClientMetricsReading,
@@ -22,6 +27,7 @@ from exporter.snapshot import (
     InventoryReading,
     JmxReading,
     JudgedClient,
+    ListenerOwn,
     ProcessorSuite,
     Snapshot,
     SourceKey,
@@ -97,6 +103,9 @@ def rich_snapshot() -> Snapshot:
             DeprecatedRequests("Produce", "1", "unknown", "unknown", 7),
         ),
         suites=(ProcessorSuite("PLAINTEXT", "0", 100, 100), ProcessorSuite("PLAINTEXT", "1", 12, 3)),
+        channels=(ChannelConnections("replica-fetcher", "3", 2), ChannelConnections("txn-marker-channel", None, 1)),
+        channels_read=True,
+        release="3.9.2",
     )
     facts = BrokerFacts(
         host="broker-1.prod:9092",
@@ -141,6 +150,16 @@ def rich_snapshot() -> Snapshot:
         judged("1", "0", "librdkafka", "1.5.0", 4, violation="below_minimum", violation_detail="below 1.8.2"),
         judged("1", "1", "librdkafka", "1.5.0", 1, violation="below_minimum", violation_detail="below 1.8.2"),
         judged("1", "1", ODD_NAME, "9.9", 6, shown_version=FOLDED_VERSION, violation="unknown_software"),
+        # Two replica fetchers of broker 3 and one marker connection of broker 1 itself: no client is certain here.
+        judged("1", "0", "unknown", "unknown", 3, violation="unknown_software", clients_certain=0),
+    )
+    own_fetchers = BrokerListenerOwn(
+        "prod", "1", "PLAINTEXT", "unknown", "unknown", 3, (ChannelShare("replica-fetcher", "3", 2),), 0
+    )
+    # Across the cluster's listener: the marker and, beyond what broker 2 could hold, one unnamed client's connection
+    # that could be on any broker; one more may be broker 2's.
+    own_unknown = ListenerOwn(
+        "prod", "PLAINTEXT", "unknown", "unknown", 5, 2, (ChannelShare("txn-marker-channel", "1", 1),), 1, 1, ("2",)
     )
     # A limit of one series: the more active identity is exported, the other counted.
     identities, dropped = join_identities(results, clients, {"prod": 1})
@@ -159,4 +178,7 @@ def rich_snapshot() -> Snapshot:
         stale_after_seconds=90.0,
         identities=identities,
         identity_series_dropped=dropped,
+        own_by_broker=(own_fetchers,),
+        own_by_listener=(own_unknown,),
+        broker_channels_read={("prod", "1"): True, ("prod", "2"): False},
     )
