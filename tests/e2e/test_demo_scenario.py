@@ -182,6 +182,32 @@ def test_the_scenarios_alerts_are_pending_or_firing_and_every_rule_evaluates(dem
     assert not broken, broken
 
 
+# The real scenario only: the double's brokers hold no channels of their own.
+@pytest.mark.real_kafka
+@pytest.mark.parametrize("demo", ["real-kafka"], indirect=True)
+def test_the_unknown_software_alert_is_the_unnamed_clients_never_the_brokers_replica_fetchers(
+    demo: RunningDemo,
+) -> None:
+    assert demo.prometheus_url is not None
+    base = demo.prometheus_url
+
+    def total(query: str) -> float:
+        return sum(float(series["value"][1]) for series in get(base, "/api/v1/query", query=query)["result"])
+
+    def accounted() -> bool:
+        # The raw unknown count is the brokers' own share of it (replica fetchers, which send no ApiVersions) plus
+        # what the policy judges (aiokafka, kafkajs and the 0.10.2.2 producer), each present.
+        raw = total('sum(kafka_client_connections{kafka_cluster="demo",client_software_name="unknown"})')
+        own = total('sum(kafka_client_inter_broker_connections{kafka_cluster="demo",client_software_name="unknown"})')
+        judged = total('sum(kafka_client_policy_violation_connections{kafka_cluster="demo",reason="unknown_software"})')
+        return own > 0 and judged > 0 and raw == own + judged
+
+    wait_for(accounted, 60, "the unknown connections split into the brokers' own and the clients'")
+    fetchers = total('sum(kafka_client_inter_broker_connections{kafka_cluster="demo",channel="replica-fetcher"})')
+    assert fetchers > 0, "the demo's replicated topics have replica fetchers, counted as the brokers' own"
+    assert not total('sum(kafka_client_unverified_connections{kafka_cluster="demo"})'), "every broker's channels read"
+
+
 # The real scenario only: the double's clients all connect before its inventory job runs.
 @pytest.mark.real_kafka
 @pytest.mark.parametrize("demo", ["real-kafka"], indirect=True)

@@ -132,6 +132,15 @@ class Scrape:
             if sample == name and all(labels.get(key) == want for key, want in match.items())
         ]
 
+    def unknown_violations(self) -> Counter[str]:
+        """Per broker, the connections served as unknown_software violations."""
+        found: Counter[str] = Counter()
+        for labels, value in self.values(
+            "kafka_client_policy_violation_connections", kafka_cluster=CLUSTER, reason="unknown_software"
+        ):
+            found[labels["broker"]] += int(value)
+        return found
+
     def connections(self) -> Counter[Conn]:
         counts: Counter[Conn] = Counter()
         for labels, value in self.values("kafka_client_connections", kafka_cluster=CLUSTER):
@@ -356,6 +365,19 @@ class Story:
             counts[(str(listener.broker), listener.name, name, version)] += n
         return counts, sum(found.unowned.values())
 
+    def unnamed_clients(self) -> Counter[str]:
+        """Per broker, the PLAINTEXT connections the kernel shows held by client processes that send no KIP-511 name
+        (the 0.10 producers): the only ones that may count as unknown_software, never the brokers' own."""
+        listeners = {node.ports.plaintext: Listener(node.node_id, "PLAINTEXT") for node in self.nodes}
+        owners = {
+            client.pid: "unnamed"
+            for client in self.clients.values()
+            if client.returncode is None
+            and (client.expected.software_name, client.expected.software_version) == UNKNOWN_PAIR
+        }
+        found = count_connections({port: listener for port, listener in listeners.items() if port}, owners)
+        return Counter({str(listener.broker): n for (_, listener), n in found.counts.items()})
+
     def settled(self, what: str, timeout: float = 30.0) -> tuple[Scrape, Counter[Conn]]:
         """Wait until the exporter serves exactly the connections the kernel shows (leaving out churning identities),
         the kernel's count being the same before and after the scrape; the scrape and that count."""
@@ -532,6 +554,23 @@ def test_before_the_roll_every_connection_the_kernel_shows_is_served(story: Stor
         identity = (client.expected.software_name, client.expected.software_version)
         assert identity in by_version(truth), f"{client.kind.value} connected"
     assert served.releases() == dict.fromkeys(brokers, INFERRED[FROM])
+
+    # Every broker leads a replicated partition, so every broker counts replica fetchers as unknown: the violations
+    # and KafkaClientUnknownSoftware are exactly the 0.10 producers' connections, on their brokers, never the brokers'.
+    def unnamed_as_violations() -> Counter[str] | None:
+        kernel = story.unnamed_clients()
+        return kernel if kernel and kernel == story.scrape().unknown_violations() else None
+
+    unnamed = eventually(
+        unnamed_as_violations, 30, "unknown_software violations equal to the 0.10 producers' connections in the kernel"
+    )
+    assert served.values("kafka_client_inter_broker_connections", channel="replica-fetcher"), "fetchers told apart"
+
+    def alerted() -> set[str]:
+        return {a["labels"]["broker"] for a in story.alerts("KafkaClientUnknownSoftware")}
+
+    eventually(lambda: alerted() == set(unnamed), 15, "KafkaClientUnknownSoftware pending for the 0.10 producers only")
+    story.journal.note(f"before the roll, unknown_software violations = the 0.10 producers' connections: {unnamed}")
     # 3.9-IV0 finalizes metadata.version only: every other feature is at level 0, which ApiVersions leaves out.
     finalized = {broker: served.finalized(broker) for broker in brokers}
     assert finalized == {broker: {"metadata.version": METADATA_VERSION[FROM]} for broker in brokers}
@@ -895,13 +934,9 @@ def test_after_the_roll_the_0_10_producers_are_refused_by_every_broker(story: St
     story.churning.clear()
     _, truth = story.settled("after the roll, the 0.10 producers closed")
     assert ("unknown", "unknown") in by_version(truth), "the 4.4.0 replica fetchers"
-    # They alone keep the unknown-software alert pending on the brokers they fetch from.
-    fetched_from = {broker for broker, _, name, version in truth if (name, version) == UNKNOWN_PAIR}
-    eventually(
-        lambda: {a["labels"]["broker"] for a in story.alerts("KafkaClientUnknownSoftware")} >= fetched_from,
-        15,
-        "KafkaClientUnknownSoftware for the replica fetchers",
-    )
+    # They are the brokers' own: no unknown-software violation is left, and the alert goes.
+    eventually(lambda: not story.scrape().unknown_violations(), 15, "no unknown_software violation left")
+    eventually(lambda: not story.alerts("KafkaClientUnknownSoftware"), 15, "KafkaClientUnknownSoftware inactive")
     story.journal.note(f"after the roll, the 0.10 producers closed, served = kernel: {show(truth)}")
 
 
