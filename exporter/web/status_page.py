@@ -1,4 +1,5 @@
-"""The status page at `/`: per cluster the live client inventory, the brokers and the exporter's own health.
+"""The status page at `/`: per cluster the live client inventory, the brokers' own connections told apart from the
+clients' (exporter/judging/own_connections.py), the brokers and the exporter's own health.
 
 Server-rendered HTML with inline CSS only (no scripts, no external assets) so it works offline and behind
 strict proxies. This module turns a snapshot into plain view data; `templates/status_page.html` holds the markup
@@ -14,14 +15,18 @@ from dataclasses import dataclass, field
 
 from exporter import __version__
 from exporter.config.settings import DEFAULT_TELEMETRY_PATH
+from exporter.kafka_releases.broker_channels import BY_NAME
 from exporter.snapshot import (
     CLUSTER_BROKER,
     FOLDED_VERSION,
     BrokerFacts,
+    ChannelShare,
     ClientIdentity,
     ClientMetricsReading,
     InventoryReading,
+    JmxReading,
     JudgedClient,
+    ListenerOwn,
     Snapshot,
     SourceResult,
 )
@@ -42,6 +47,7 @@ IDENTITIES_SHOWN = 10
 
 _TEMPLATES = template_environment("exporter.web")
 _TEMPLATES.globals.update(version=__version__, folded_version=FOLDED_VERSION, folded_names_shown=FOLDED_NAMES_SHOWN)
+_TEMPLATES.filters["broker_phrase"] = lambda brokers: _phrase(brokers)
 
 
 def render_status_page(snapshot: Snapshot | None, now: float, telemetry_path: str = DEFAULT_TELEMETRY_PATH) -> str:
@@ -201,6 +207,7 @@ def _blockers(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> 
 class _Cluster:
     name: str
     inventory: list[_InventoryLine]
+    own: _OwnAccount | None  # None: nothing of the brokers' own to tell apart (or the snapshot is stale)
     blockers: list[_Blocker]
     who: _InventoryStatus | None  # None: no inventory configured for the cluster
     broker_sources: list[str]
@@ -218,13 +225,18 @@ def _cluster(snapshot: Snapshot, cluster: str) -> _Cluster:
     for (key, reason), count in snapshot.errors_total.items():
         if key.cluster == cluster:
             errors[(key.source, reason)] += count
-    lines = _inventory_lines(row for row in snapshot.clients if row.cluster == cluster)
+    own = _own_account(snapshot, cluster)
+    lines = _inventory_lines(
+        (row for row in snapshot.clients if row.cluster == cluster),
+        [o for o in snapshot.own_by_listener if o.cluster == cluster],
+    )
     inventory = next((r for r in cluster_sources if r.key.source == SourceName.INVENTORY), None)
     if inventory is not None:
         _add_identities(snapshot, cluster, lines)
     return _Cluster(
         name=cluster,
         inventory=lines,
+        own=own,
         blockers=_blockers(snapshot, cluster, lines),
         who=(
             _InventoryStatus(inventory.kept_reading_of(InventoryReading), _source_status(inventory))
@@ -254,6 +266,11 @@ class _InventoryLine:
     # Who runs it, per the cluster's inventory (None: the cluster has none readable); the most active first.
     identities: list[ClientIdentity] | None = None
     identities_total: int = 0
+    # Of `connections`: the brokers' own channels', those that may be (in doubt), and those that break the policy
+    # (the clients' for certain, on a broker or placed on none).
+    own: int = 0
+    in_doubt: int = 0
+    violating: int = 0
 
     def add(self, row: JudgedClient) -> None:
         self.connections += row.connections
@@ -264,11 +281,42 @@ class _InventoryLine:
             self.violations.setdefault(row.violation, set())
             if row.violation_detail:
                 self.violations[row.violation].add(row.violation_detail)
+        self.violating += row.violating
         self.unparseable = self.unparseable or row.unparseable
+
+    def add_own(self, on_listener: ListenerOwn) -> None:
+        self.own += on_listener.own_total
+        self.in_doubt += on_listener.in_doubt
+        if self.violations:
+            # Certain in the cluster, on no one broker: still a client's, still breaking the policy.
+            self.violating += on_listener.unattributed
+
+    @property
+    def clients(self) -> int:
+        """The connections that are not the brokers' own: the gauges' count without the channels'."""
+        return self.connections - self.own
 
     @property
     def rank(self) -> int:
-        return 0 if self.violations else 1 if self.unparseable else 2
+        return 0 if self.violating else 1 if self.unparseable or self.in_doubt else 2
+
+    @property
+    def policy(self) -> tuple[str, str, str]:
+        """What the policy column says: (text, css class, title)."""
+        doubt = f"{self.in_doubt} in doubt" if self.in_doubt else ""
+        if self.violating:
+            text = ", ".join(sorted(self.violations))
+            if self.violating != self.connections:
+                text += f": {self.violating} of {self.connections} connections"
+            return (f"{text}; {doubt}" if doubt else text, "bad", "; ".join(self.violation_details))
+        if self.violations and self.in_doubt:
+            title = "may be the own channels of brokers whose channels could not be read: not alerted on, not hidden"
+            return (f"{', '.join(sorted(self.violations))}: none certain; {doubt}", "warn", title)
+        if self.violations:
+            return ("OK: the brokers' own connections", "ok", "every connection is one of the brokers' own channels")
+        if self.unparseable:
+            return ("unparseable version", "warn", "a version rule applies but this version did not parse")
+        return ("OK", "ok", "")
 
     @property
     def broker_list(self) -> list[str]:
@@ -298,13 +346,140 @@ class _InventoryLine:
         return sorted(detail for details in self.violations.values() for detail in details)
 
 
-def _inventory_lines(rows: Iterable[JudgedClient]) -> list[_InventoryLine]:
+def _inventory_lines(rows: Iterable[JudgedClient], own: Iterable[ListenerOwn] = ()) -> list[_InventoryLine]:
     lines: dict[tuple[str, str], _InventoryLine] = {}
+    shown: dict[tuple[str, str], _InventoryLine] = {}  # by real version: the line it is shown on
     for row in rows:
         key = (row.software_name, row.software_version)
-        lines.setdefault(key, _InventoryLine(*key)).add(row)
+        line = lines.setdefault(key, _InventoryLine(*key))
+        line.add(row)
+        shown[(row.software_name, row.real_software_version)] = line
+    for on_listener in own:
+        own_line = shown.get((on_listener.software_name, on_listener.software_version))
+        if own_line is not None:
+            own_line.add_own(on_listener)
     live = [line for line in lines.values() if line.connections > 0]
     return sorted(live, key=lambda line: (line.rank, line.software_name, line.software_version))
+
+
+# -- the brokers' own connections ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _OwnRow:
+    """On one listener, one broker's gauges (`broker`), or every broker's (`broker` is None: the listener's total,
+    which alone holds the channels whose destination Kafka does not name)."""
+
+    listener: str
+    broker: str | None
+    connections: int
+    own: int
+    channels: str  # e.g. "replica fetchers from brokers 2 and 3: 2; transaction markers from broker 2: 3"
+    in_doubt: int = 0  # of the clients' (listener rows only): may be the brokers' own
+
+    @property
+    def clients(self) -> int:
+        return self.connections - self.own
+
+
+@dataclass(frozen=True)
+class _Unread:
+    broker: str
+    why: str
+
+
+@dataclass(frozen=True)
+class _OwnAccount:
+    rows: list[_OwnRow]
+    unplaced: str  # the channels counted per listener only, Kafka naming no destination for them ("" if none)
+    unread: list[_Unread]  # brokers whose own channels could not be read this cycle
+    in_doubt: list[ListenerOwn]
+    unattributed: list[tuple[ListenerOwn, bool]]  # and whether the pair breaks the policy
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _phrase(brokers: Iterable[str]) -> str:
+    """For instance "broker 2", "brokers 2 and 3", "brokers 1, 2 and 3"."""
+    ordered = sorted(set(brokers), key=_broker_order)
+    return f"broker {ordered[0]}" if len(ordered) == 1 else f"brokers {_and(ordered)}"
+
+
+def _title(channel: str) -> str:
+    spec = BY_NAME.get(channel)
+    return spec.title if spec is not None else channel
+
+
+def _channels_text(shares: Iterable[ChannelShare]) -> str:
+    by_channel: dict[str, list[ChannelShare]] = defaultdict(list)
+    for share in shares:
+        if share.connections > 0:
+            by_channel[share.channel].append(share)
+    parts = []
+    for channel, found in sorted(by_channel.items(), key=lambda item: -sum(s.connections for s in item[1])):
+        parts.append(f"{_title(channel)} from {_phrase(s.holder for s in found)}: {sum(s.connections for s in found)}")
+    return "; ".join(parts)
+
+
+def _unread_why(snapshot: Snapshot, cluster: str, broker: str) -> str:
+    """Why a broker's own channels could not be matched, as far as its poll says (own_connections._Holder.read)."""
+    for result in snapshot.results:
+        key = result.key
+        if key.cluster != cluster or key.broker != broker or key.source not in ("jmx", "prometheus"):
+            continue
+        if not result.ok:
+            return f"{key.source} down: {result.error_reason or 'error'}"
+        reading = result.reading_of(JmxReading)
+        if reading is not None and not reading.channels_read:
+            return f"its {key.source} source does not show the channels' metrics"
+        return "its release or its listener names (DescribeConfigs) are not known"
+    return "not polled"
+
+
+def _own_account(snapshot: Snapshot, cluster: str) -> _OwnAccount | None:
+    on_listeners = [o for o in snapshot.own_by_listener if o.cluster == cluster]
+    unread = sorted(
+        (broker for (c, broker), read in snapshot.broker_channels_read.items() if c == cluster and not read),
+        key=_broker_order,
+    )
+    if not on_listeners and not unread:
+        return None
+    raw: dict[tuple[str, str], int] = defaultdict(int)
+    for client in snapshot.clients:
+        if client.cluster == cluster:
+            raw[(client.listener, client.broker)] += client.connections
+    placed: dict[tuple[str, str], list[ChannelShare]] = defaultdict(list)
+    for at_broker in snapshot.own_by_broker:
+        if at_broker.cluster == cluster:
+            placed[(at_broker.listener, at_broker.broker)].extend(at_broker.own)
+    unplaced: dict[str, list[ChannelShare]] = defaultdict(list)
+    in_doubt: dict[str, int] = defaultdict(int)
+    for on_listener in on_listeners:
+        unplaced[on_listener.listener].extend(on_listener.own_unplaced)
+        in_doubt[on_listener.listener] += on_listener.in_doubt
+    rows = []
+    for listener in sorted({listener for listener, _ in raw} | set(unplaced)):
+        brokers = sorted({b for lst, b in raw if lst == listener}, key=_broker_order)
+        shares: list[ChannelShare] = []
+        for broker in brokers:
+            own = placed.get((listener, broker), [])
+            shares += own
+            n = sum(s.connections for s in own)
+            rows.append(_OwnRow(listener, broker, raw[(listener, broker)], n, _channels_text(own)))
+        shares += unplaced.get(listener, [])
+        total = sum(s.connections for s in shares)
+        connections = sum(raw[(listener, broker)] for broker in brokers)
+        rows.append(_OwnRow(listener, None, connections, total, _channels_text(shares), in_doubt[listener]))
+    violating = {(row.software_name, row.real_software_version) for row in snapshot.clients if row.violation}
+    return _OwnAccount(
+        rows=rows,
+        unplaced=_and(titles) if (titles := sorted({_title(s.channel) for v in unplaced.values() for s in v})) else "",
+        unread=[_Unread(broker, _unread_why(snapshot, cluster, broker)) for broker in unread],
+        in_doubt=[o for o in on_listeners if o.in_doubt],
+        unattributed=[(o, (o.software_name, o.software_version) in violating) for o in on_listeners if o.unattributed],
+    )
 
 
 def _add_identities(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> None:

@@ -21,7 +21,11 @@ def test_live_versions_carry_their_identities_and_the_inventory_its_state() -> N
     assert odd["identities"] == [] and odd["identities_total"] == 0
     # 2.0.0 is in the inventory but not connected: not listed.
     assert ("apache-kafka-java", "2.0.0") not in by_pair
-    assert document["clusters"]["old"] == {"inventory": None, "clients": []}
+    assert document["clusters"]["old"] == {
+        "inventory": None,
+        "clients": [],
+        "brokers_own": {"channels_read": {}, "listeners": []},
+    }
 
 
 def test_before_the_first_cycle_nothing_is_ready() -> None:

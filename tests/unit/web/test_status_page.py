@@ -89,7 +89,8 @@ def test_folded_versions_show_as_one_other_row_naming_what_was_folded() -> None:
         "software": "kgo",
         "version": "other",
         "connections": "3",
-        "policy": "denied_version",
+        # Only the 1.0.2 connection is denied; the 1.0.1 ones folded beside it are not.
+        "policy": "denied_version: 1 of 3 connections",
         "brokers": "1, 2",
     }
     assert rows[1]["version"] == "1.17.0" and rows[1]["policy"] == "OK"
@@ -288,8 +289,9 @@ def test_upgrade_blockers_are_listed_with_who_runs_them() -> None:
     assert [(r["software"], r["version"], r["request"], r["requests"], r["brokers"], r["run-by"]) for r in rows] == [
         # Both brokers' counts summed; the version is connected and its clients are in the inventory.
         ("librdkafka", "1.5.0", "Fetch v3", "10", "1, 2", 'billing "ledger",v2 on 2001:db8::7'),
-        # Counted by a broker, but no unknown client is connected now: nobody to name.
-        ("unknown", "unknown", "Produce v1", "7", "1", "not connected now"),
+        # Counted by a broker; what is connected as unknown now is the brokers' own channels, which the inventory
+        # does not name: nobody to name.
+        ("unknown", "unknown", "Produce v1", "7", "1", "not in the inventory"),
     ]
     assert {r["target"] for r in rows} == {"4.0.0"}
     # Without any blocking request there is no section.
