@@ -103,7 +103,9 @@ def _confluent(shape: str, props: dict[str, str], attribute: str) -> Rendered | 
 def _strimzi_reporter(shape: str, props: dict[str, str], attribute: str) -> Rendered | None:
     # strimzi/metrics-reporter@7a1469980208a4f624ea6fe9f4dc4bf19409486f: Kafka metrics as
     # <namespace>_<group>_<name> with every tag a label (KafkaMetricWrapper), Yammer meters as counters named
-    # <group>_<type>_<name> labelled by their scope's tags (YammerMetricWrapper, YammerCollector).
+    # <group>_<type>_<name> labelled by their scope's tags (YammerMetricWrapper, YammerCollector). The reporter also
+    # serves each channel's connection-count and the app-info version (docs/kafka-facts/brokers-own-connections.md
+    # #strimzi-metrics-reporter); the double opens no channels and registers no app-info, so it has none to render.
     if shape in ("client", "cipher", "processor"):
         name = _safe(f"kafka.server_socket-server-metrics_{attribute}").lower()
         return name, "gauge", name, {k: v for k, v in props.items() if k != "type"}

@@ -181,6 +181,28 @@ class PrometheusDeprecatedMapping(StrictModel):
     software_version_label: str = Field(default="clientSoftwareVersion", pattern=_LABEL_NAME)
 
 
+class PrometheusChannelsMapping(StrictModel):
+    """That the brokers' rules export their own channels as the home-made rule of
+    docs/kafka-facts/brokers-own-connections.md#home-made-jmx_exporter-rules does (jmx_exporter's default naming,
+    `kafka_server_<type>_connection_count` with the tags as labels), and the series that holds their release."""
+
+    release_metric: str = Field(
+        pattern=_METRIC_NAME,
+        description="sample name of the series whose label holds the broker's release (app-info Version), as served",
+    )
+    release_label: str = Field(default="version", pattern=_LABEL_NAME, description="the label holding the release")
+
+    @field_validator("release_metric")
+    @classmethod
+    def _not_a_channel(cls, value: str) -> str:
+        if value.lower().endswith("_connection_count"):
+            raise ValueError(
+                "a channel's connection count is not the release series: give the sample whose label holds the "
+                "app-info Version (e.g. kafka_server_app_info)"
+            )
+        return value
+
+
 class PrometheusMapping(StrictModel):
     """Where a home-made jmx_exporter rule puts the KIP-511 client gauge: its sample name and four label names."""
 
@@ -192,6 +214,20 @@ class PrometheusMapping(StrictModel):
     deprecated: PrometheusDeprecatedMapping | None = Field(
         default=None, description="the DeprecatedRequestsPerSec count, when the rules export it"
     )
+    channels: PrometheusChannelsMapping | None = Field(
+        default=None,
+        description="set when the rules export every channel's connection-count with jmx_exporter's default naming "
+        "and the broker's release: then the brokers' own connections are told apart from clients'",
+    )
+
+    @model_validator(mode="after")
+    def _release_is_not_the_gauge(self) -> PrometheusMapping:
+        if self.channels is not None and self.channels.release_metric == self.connections_metric:
+            raise ValueError(
+                f"channels.release_metric {self.channels.release_metric!r} is the connections_metric: give the "
+                "series whose label holds the broker's release"
+            )
+        return self
 
 
 class PrometheusBasicAuth(_Password):

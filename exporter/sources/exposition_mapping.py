@@ -1,5 +1,6 @@
-"""Where a broker's metrics endpoint puts the KIP-511 client gauges and the KIP-896 deprecated-request counters:
-the published rule sets (presets) and home-made mappings, and the reading they give from an exposition.
+"""Where a broker's metrics endpoint puts the KIP-511 client gauges, the KIP-896 deprecated-request counters and,
+where the rules export them, the broker's own channels and release: the published rule sets (presets) and home-made
+mappings, and the reading they give from an exposition.
 
 The text is parsed by prometheus-client's parser; only the lines of the wanted series are handed to it, since a
 broker's whole exposition (every topic and partition) can be tens of thousands of lines.
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.snapshot import ClientConnections, DeprecatedRequests, JmxReading
+from exporter.kafka_releases.broker_channels import CHANNELS, BrokerChannel
+from exporter.snapshot import ChannelConnections, ClientConnections, DeprecatedRequests, JmxReading
 from exporter.sources.gauge_reading import gauge_reading
 
 
@@ -44,15 +46,89 @@ class DeprecatedMapping:
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelSeries:
+    """The series of one channel's `connection-count`, and the labels its destination tag may be under."""
+
+    channel: BrokerChannel
+    destination_labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsMapping:
+    """Where the rules put the broker's own channels (docs/kafka-facts/brokers-own-connections.md#on-metrics-endpoints):
+    each channel's sample names, and the series whose label holds the broker's release (app-info Version)."""
+
+    samples: Mapping[str, ChannelSeries]
+    release_samples: tuple[str, ...]
+    release_label: str
+
+
+@dataclass(frozen=True, slots=True)
 class ExpositionMapping:
     name: str  # the preset's name, or "mapping"
     connections: ConnectionsMapping
     deprecated: DeprecatedMapping | None = None
+    # None: the rules do not export the channels (or not all of them), so the reading cannot tell them apart.
+    channels: ChannelsMapping | None = None
 
     @property
     def sample_names(self) -> tuple[str, ...]:
         deprecated = self.deprecated.samples if self.deprecated else ()
-        return self.connections.samples + deprecated
+        channels = (*self.channels.samples, *self.channels.release_samples) if self.channels else ()
+        return self.connections.samples + deprecated + channels
+
+
+def _reporter_safe(name: str) -> str:
+    # client_java's PrometheusNaming.sanitizeMetricName / sanitizeLabelName, as the Strimzi Metrics Reporter calls
+    # them: each character outside the name alphabet becomes one "_" (no reserved suffix ends these names).
+    return re.sub(r"[^a-zA-Z0-9_:]", "_", name)
+
+
+def _jmx_exporter_safe(name: str) -> str:
+    # jmx_exporter's toSafeName: each run of characters outside [a-zA-Z0-9:_], and of underscores, becomes one "_".
+    return re.sub(r"[^a-zA-Z0-9:]+", "_", name)
+
+
+def _reporter_channels() -> ChannelsMapping:
+    """docs/kafka-facts/brokers-own-connections.md#strimzi-metrics-reporter: every Kafka metric as
+    `kafka.server_<group>_<name>` sanitized and lowercased, its tags as labels of sanitized names (case kept); the
+    string app-info `version` as an info metric, which client_java's text format (and OpenMetrics) serve with the
+    suffix `_info`, the value in the label `version`."""
+    samples = {
+        _reporter_safe(f"kafka.server_{channel.name}-metrics_connection-count").lower(): ChannelSeries(
+            channel, (_reporter_safe(channel.destination_tag),) if channel.destination_tag else ()
+        )
+        for channel in CHANNELS
+    }
+    release = _reporter_safe("kafka.server_app-info_version").lower() + "_info"
+    return ChannelsMapping(samples, (release,), "version")
+
+
+# client_java 1.x (jmx_exporter 1.x) strips these from a rule's name (docs/kafka-facts/metrics-endpoints.md).
+_RESERVED_SUFFIXES = ("_total", "_created", "_bucket", "_info")
+
+
+def _client_java_1(name: str) -> str:
+    while name.endswith(_RESERVED_SUFFIXES):
+        name = name[: name.rindex("_")]
+    return name
+
+
+def jmx_exporter_default_channels(release_metric: str, release_label: str) -> ChannelsMapping:
+    """docs/kafka-facts/brokers-own-connections.md#home-made-jmx_exporter-rules: the rule without `name` gives
+    jmx_exporter's default export, `<domain>_<type>_<attribute>` through toSafeName (lowercased only under
+    lowercaseOutputName: both are read), the tags after `type` as labels through toSafeName (`broker-id` is
+    `broker_id` either way). The release series is the operator's, as served: a name that jmx_exporter 1.x
+    serves without its reserved suffix (`kafka_server_app_info` as `kafka_server_app`) is read both ways."""
+    samples: dict[str, ChannelSeries] = {}
+    for channel in CHANNELS:
+        name = _jmx_exporter_safe(f"kafka.server_{channel.name}-metrics_connection-count")
+        tag = channel.destination_tag
+        labels = tuple(dict.fromkeys((_jmx_exporter_safe(tag), _jmx_exporter_safe(tag).lower()))) if tag else ()
+        for variant in (name, name.lower()):
+            samples[variant] = ChannelSeries(channel, labels)
+    release = tuple(dict.fromkeys((release_metric, _client_java_1(release_metric))))
+    return ChannelsMapping(samples, release, release_label)
 
 
 # docs/kafka-facts/metrics-endpoints.md#strimzi: jmx_exporter with Strimzi's kafka-metrics.yaml. Its generic
@@ -60,6 +136,11 @@ class ExpositionMapping:
 # "request=R, version=V, clientSoftwareName" and jmx_exporter turns it into this label name.
 _STRIMZI_MANGLED = re.compile(r"^request_(?P<request>[A-Za-z0-9]+)_version_(?P<version>\d+)_clientSoftwareName$")
 
+# The brokers' own channels (docs/kafka-facts/brokers-own-connections.md#on-metrics-endpoints) are read only where
+# the rules export every channel's connection-count and the release: the strimzi_reporter preset and a mapping that
+# says so. Strimzi's kafka-metrics.yaml keeps only the KRaft channel (kafka_server_raftchannelmetrics_connection_count)
+# and no app-info, jmx-monitoring-stacks' kafka_broker.yml keeps none: under those presets the brokers' channels stay
+# unread, and what they may put on other brokers' gauges stays in doubt.
 PRESETS: Mapping[str, ExpositionMapping] = {
     "strimzi": ExpositionMapping(
         "strimzi",
@@ -100,7 +181,8 @@ PRESETS: Mapping[str, ExpositionMapping] = {
         ),
     ),
     # docs/kafka-facts/metrics-endpoints.md#strimzi-metrics-reporter: names built from the metric's group and name.
-    # The TLS-cipher gauge has the same name (other labels): the missing software labels leave it out.
+    # The TLS-cipher gauge has the same name (other labels): the missing software labels leave it out. Every channel
+    # and the release are exported too (its default allowlist is .*).
     "strimzi_reporter": ExpositionMapping(
         "strimzi_reporter",
         ConnectionsMapping(
@@ -115,6 +197,7 @@ PRESETS: Mapping[str, ExpositionMapping] = {
             "clientSoftwareName",
             "clientSoftwareVersion",
         ),
+        _reporter_channels(),
     ),
 }
 
@@ -154,6 +237,9 @@ def parse_exposition(text: str, mapping: ExpositionMapping) -> JmxReading:
     connections = mapping.connections
     clients: list[ClientConnections] = []
     deprecated: list[DeprecatedRequests] = []
+    channels: dict[tuple[str, str | None], int] = {}
+    channels_seen = False
+    release: str | None = None
     wanted = _wanted_lines(text, mapping.sample_names)
     for family in text_string_to_metric_families(wanted):
         for sample in family.samples:
@@ -178,4 +264,24 @@ def parse_exposition(text: str, mapping: ExpositionMapping) -> JmxReading:
                 request = _deprecated(mapping.deprecated, sample.labels, count)
                 if request is not None:
                     deprecated.append(request)
-    return gauge_reading(clients, deprecated, channels_read=False)
+            elif mapping.channels is not None and (series := mapping.channels.samples.get(sample.name)):
+                channels_seen = True
+                key = _channel_key(series, sample.labels)
+                if key is not None:  # one series per fetcher thread: summed per leader
+                    channels[key] = channels.get(key, 0) + count
+            elif mapping.channels is not None and sample.name in mapping.channels.release_samples:
+                release = release or sample.labels.get(mapping.channels.release_label) or None
+    own = tuple(ChannelConnections(c, to, n) for (c, to), n in sorted(channels.items(), key=str) if n > 0)
+    # Read only with evidence that the rules export the channels (every KRaft node has the raft channel; a reporter
+    # allowlist may leave them out), and only with the release unless nothing is held: without it, where the
+    # channels land cannot be told (exporter/judging/own_connections.py, _Holder.read).
+    read = channels_seen and (release is not None or not own)
+    return gauge_reading(clients, deprecated, own if read else (), channels_read=read, release=release)
+
+
+def _channel_key(series: ChannelSeries, labels: Mapping[str, str]) -> tuple[str, str | None] | None:
+    """(channel, destination) of a channel sample; None when the label naming the destination is missing."""
+    if not series.destination_labels:
+        return series.channel.name, None
+    destination = next((labels[label] for label in series.destination_labels if label in labels), None)
+    return None if destination is None else (series.channel.name, destination)

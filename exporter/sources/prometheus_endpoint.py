@@ -1,6 +1,7 @@
-"""Prometheus source: the KIP-511 client gauges and KIP-896 deprecated-request counts of one broker, read from the
-metrics endpoint the broker already serves (jmx_exporter with a published or home-made rule set, or the Strimzi
-Metrics Reporter), so no remote JMX needs opening. Gives the same reading as the JMX source."""
+"""Prometheus source: the KIP-511 client gauges and KIP-896 deprecated-request counts of one broker (and its own
+channels and release, where the rules export them), read from the metrics endpoint the broker already serves
+(jmx_exporter with a published or home-made rule set, or the Strimzi Metrics Reporter), so no remote JMX needs
+opening. Gives the same reading as the JMX source."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from exporter.sources.exposition_mapping import (
     ConnectionsMapping,
     DeprecatedMapping,
     ExpositionMapping,
+    jmx_exporter_default_channels,
     parse_exposition,
 )
 
@@ -82,6 +84,9 @@ def mapping_of(config: ClusterPrometheus) -> ExpositionMapping:
             mapping.network_processor_label,
         ),
         deprecated,
+        None
+        if mapping.channels is None
+        else jmx_exporter_default_channels(mapping.channels.release_metric, mapping.channels.release_label),
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from exporter.config.schema import ConfigError
 from exporter.config.settings import load_settings
-from exporter.snapshot import ClientConnections, DeprecatedRequests
+from exporter.snapshot import ChannelConnections, ClientConnections, DeprecatedRequests
 from exporter.sources.cluster_sources import cluster_sources
 from exporter.sources.exposition_mapping import parse_exposition
 from exporter.sources.jmx import JavaRuntime, PerCallTransport
@@ -138,3 +138,53 @@ def test_a_configured_mapping_reads_its_series(tmp_path: Path) -> None:
     reading = parse_exposition(text, mapping_of(prometheus))
     assert reading.clients == (ClientConnections("PLAINTEXT", "0", "kcat", "1.7.1", 2),)
     assert reading.deprecated_requests == (DeprecatedRequests("Fetch", "3", "kcat", "1.7.1", 5),)
+
+
+MAPPING = """    prometheus:
+      mapping:
+        connections_metric: kafka_clients
+        software_name_label: sw
+        software_version_label: swv
+        listener_label: l
+        network_processor_label: p
+{channels}
+    brokers: [{{id: 1, metrics_url: "http://k:1/metrics"}}]
+"""
+
+
+def test_a_mapping_with_channels_reads_them_and_the_release(tmp_path: Path) -> None:
+    settings = load(tmp_path, MAPPING.format(channels="        channels: {release_metric: kafka_server_app_info}"))
+    prometheus = settings.clusters[0].prometheus
+    assert prometheus is not None and prometheus.mapping is not None and prometheus.mapping.channels is not None
+    assert prometheus.mapping.channels.release_label == "version"
+    text = (
+        'kafka_server_replica_fetcher_metrics_connection_count{broker_id="2",fetcher_id="0"} 1.0\n'
+        'kafka_server_app_info{node_id="1",version="4.3.0"} 1.0\n'
+    )
+    reading = parse_exposition(text, mapping_of(prometheus))
+    assert reading.channels == (ChannelConnections("replica-fetcher", "2", 1),)
+    assert reading.release == "4.3.0" and reading.channels_read
+    without = load(tmp_path, MAPPING.format(channels=""))
+    assert without.clusters[0].prometheus is not None
+    assert not parse_exposition(text, mapping_of(without.clusters[0].prometheus)).channels_read
+
+
+@pytest.mark.parametrize(
+    ("channels", "expected"),
+    [
+        ("channels: {}", "release_metric"),
+        ("channels: {release_metric: kafka_server_app_info, lowercase: true}", "lowercase"),
+        ("channels: {release_metric: 'app info'}", "app info"),
+        ("channels: {release_metric: kafka_server_app_info, release_label: 'my-version'}", "my-version"),
+        ("channels: {release_metric: kafka_clients}", "is the connections_metric"),
+        (
+            "channels: {release_metric: kafka_server_raft_channel_metrics_connection_count}",
+            "connection count is not the release series",
+        ),
+    ],
+)
+def test_bad_channels_mapping_is_named(tmp_path: Path, channels: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        load(tmp_path, MAPPING.format(channels="        " + channels))
+    assert expected in str(excinfo.value)
+    assert "channels" in str(excinfo.value)

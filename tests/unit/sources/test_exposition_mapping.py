@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.snapshot import ClientConnections, DeprecatedRequests, ProcessorSuite
+from exporter.snapshot import ChannelConnections, ClientConnections, DeprecatedRequests, ProcessorSuite
 from exporter.sources.exposition_mapping import (
     PRESETS,
     ConnectionsMapping,
     DeprecatedMapping,
     ExpositionMapping,
+    jmx_exporter_default_channels,
     parse_exposition,
 )
 
@@ -168,3 +169,160 @@ kafka_old_requests_total{api="Fetch",software="kcat",software_version="1.7.1"} 1
 def test_broken_wanted_line_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         parse_exposition('kafka_server_socketservermetrics_connections{listener="P" 1\n', PRESETS["confluent"])
+
+
+# The brokers' own channels and release of a 4.2.0 broker (node 2) as the Strimzi Metrics Reporter serves them in
+# the text format 0.0.4 (client_java 1.x: labels sorted, an info metric with the suffix _info and the value 1;
+# docs/kafka-facts/brokers-own-connections.md#strimzi-metrics-reporter). Two fetcher threads towards leader 1, one
+# towards 3; the socket server's own connection-count and the channels' TLS-cipher gauge are no channels.
+REPORTER_CHANNELS = """\
+# HELP kafka_server_app_info_version_info Use kafka_server_app_info_version in allowlist
+# TYPE kafka_server_app_info_version_info gauge
+kafka_server_app_info_version_info{version="4.2.0"} 1
+kafka_server_app_info_version_info{client_id="2",version="4.2.0"} 1
+# HELP kafka_server_app_info_commit_id_info Use kafka_server_app_info_commit_id in allowlist
+# TYPE kafka_server_app_info_commit_id_info gauge
+kafka_server_app_info_commit_id_info{commit_id="a18251bae0b8"} 1
+# HELP kafka_server_replica_fetcher_metrics_connection_count Use kafka_server_replica_fetcher_metrics_connection_count \
+in allowlist
+# TYPE kafka_server_replica_fetcher_metrics_connection_count gauge
+kafka_server_replica_fetcher_metrics_connection_count{broker_id="1",fetcher_id="0"} 1.0
+kafka_server_replica_fetcher_metrics_connection_count{broker_id="1",fetcher_id="1"} 1.0
+kafka_server_replica_fetcher_metrics_connection_count{broker_id="3",fetcher_id="0"} 1.0
+# HELP kafka_server_replica_fetcher_metrics_connections Use kafka_server_replica_fetcher_metrics_connections in \
+allowlist
+# TYPE kafka_server_replica_fetcher_metrics_connections gauge
+kafka_server_replica_fetcher_metrics_connections{broker_id="1",cipher="TLS_AES_256_GCM_SHA384",fetcher_id="0",\
+protocol="TLSv1.3"} 1.0
+# TYPE kafka_server_txn_marker_channel_metrics_connection_count gauge
+kafka_server_txn_marker_channel_metrics_connection_count 2.0
+# TYPE kafka_server_addpartitionsmanager_channel_metrics_connection_count gauge
+kafka_server_addpartitionsmanager_channel_metrics_connection_count 0.0
+# TYPE kafka_server_persister_channel_metrics_connection_count gauge
+kafka_server_persister_channel_metrics_connection_count 0.0
+# TYPE kafka_server_networkpartitionmetadataclient_channel_metrics_connection_count gauge
+kafka_server_networkpartitionmetadataclient_channel_metrics_connection_count 0.0
+# TYPE kafka_server_raft_channel_metrics_connection_count gauge
+kafka_server_raft_channel_metrics_connection_count 1.0
+# TYPE kafka_server_forwarding_metrics_connection_count gauge
+kafka_server_forwarding_metrics_connection_count{BrokerId="2"} 1.0
+# TYPE kafka_server_heartbeat_metrics_connection_count gauge
+kafka_server_heartbeat_metrics_connection_count{BrokerId="2"} 1.0
+# TYPE kafka_server_alter_partition_metrics_connection_count gauge
+kafka_server_alter_partition_metrics_connection_count{BrokerId="2"} 0.0
+# TYPE kafka_server_directory_assignments_metrics_connection_count gauge
+kafka_server_directory_assignments_metrics_connection_count{BrokerId="2"} 1.0
+# TYPE kafka_server_socket_server_metrics_connection_count gauge
+kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT",networkProcessor="0"} 5.0
+kafka_server_socket_server_metrics_connection_count{listener="CONTROLLER",networkProcessor="1"} 1.0
+"""
+HELD = {
+    ChannelConnections("replica-fetcher", "1", 2),  # one per fetcher thread, summed per leader
+    ChannelConnections("replica-fetcher", "3", 1),
+    ChannelConnections("txn-marker-channel", None, 2),
+    ChannelConnections("raft-channel", None, 1),
+    ChannelConnections("forwarding", None, 1),
+    ChannelConnections("heartbeat", None, 1),
+    ChannelConnections("directory-assignments", None, 1),
+}
+
+
+def without(text: str, *prefixes: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith(prefixes)) + "\n"
+
+
+def test_strimzi_reporter_reads_the_channels_and_the_release() -> None:
+    reading = parse_exposition(STRIMZI_REPORTER + REPORTER_CHANNELS, PRESETS["strimzi_reporter"])
+    assert set(reading.channels) == HELD and len(reading.channels) == len(HELD)
+    assert reading.release == "4.2.0" and reading.channels_read
+    # The socket server's connection-count and the channel's TLS-cipher gauge are neither channels nor clients.
+    assert set(reading.clients) == CLIENTS and reading.suites == SUITES
+    # Before 4.2 the version has no client_id copy.
+    older = parse_exposition(
+        without(REPORTER_CHANNELS, "kafka_server_app_info_version_info{client_id"), PRESETS["strimzi_reporter"]
+    )
+    assert older.release == "4.2.0" and older.channels_read
+
+
+def test_strimzi_reporter_without_the_release_reads_channels_only_when_none_is_held() -> None:
+    no_release = without(REPORTER_CHANNELS, "kafka_server_app_info_version_info")
+    reading = parse_exposition(no_release, PRESETS["strimzi_reporter"])
+    assert reading.release is None and not reading.channels_read and reading.channels == ()
+    idle = "\n".join(line.replace(" 1.0", " 0.0").replace(" 2.0", " 0.0") for line in no_release.splitlines())
+    reading = parse_exposition(idle + "\n", PRESETS["strimzi_reporter"])
+    assert reading.release is None and reading.channels_read and reading.channels == ()
+
+
+def test_strimzi_reporter_without_any_channel_series_has_not_read_them() -> None:
+    # An allowlist that leaves the channels out (or the broker double, which has no channel MBeans): nothing shows
+    # that the broker holds none, even with the release served.
+    assert not parse_exposition(STRIMZI_REPORTER, PRESETS["strimzi_reporter"]).channels_read
+    release_only = STRIMZI_REPORTER + 'kafka_server_app_info_version_info{version="3.9.2"} 1\n'
+    reading = parse_exposition(release_only, PRESETS["strimzi_reporter"])
+    assert reading.release == "3.9.2" and not reading.channels_read
+
+
+@pytest.mark.parametrize(
+    ("preset", "text"),
+    [
+        # Strimzi's kafka-metrics.yaml keeps only the KRaft channel, without labels, and no app-info.
+        (
+            "strimzi",
+            STRIMZI + "# TYPE kafka_server_raftchannelmetrics_connection_count gauge\n"
+            "kafka_server_raftchannelmetrics_connection_count 1.0\n",
+        ),
+        ("strimzi", STRIMZI + REPORTER_CHANNELS),
+        ("confluent", CONFLUENT + REPORTER_CHANNELS),
+    ],
+)
+def test_the_jmx_exporter_presets_do_not_read_the_channels(preset: str, text: str) -> None:
+    reading = parse_exposition(text, PRESETS[preset])
+    assert not reading.channels_read and reading.channels == () and reading.release is None
+    assert set(reading.clients) == CLIENTS
+
+
+# The home-made rule of docs/kafka-facts/brokers-own-connections.md#home-made-jmx_exporter-rules under jmx_exporter
+# 1.x without lowercaseOutputName: the default export keeps the type's case; `kafka_server_app_info` is served
+# without its reserved suffix. A ZooKeeper controller's channel and a catch-all rule's socket-server series are no
+# channels of the table.
+HOME_MADE_CHANNELS = """\
+# TYPE kafka_server_replica_fetcher_metrics_connection_count gauge
+kafka_server_replica_fetcher_metrics_connection_count{broker_id="1",fetcher_id="0"} 1.0
+kafka_server_replica_fetcher_metrics_connection_count{broker_id="3",fetcher_id="0"} 1.0
+kafka_server_txn_marker_channel_metrics_connection_count 1.0
+kafka_server_AddPartitionsManager_channel_metrics_connection_count 1.0
+kafka_server_forwarding_metrics_connection_count{BrokerId="2"} 1.0
+kafka_server_controller_channel_metrics_connection_count{broker_id="1"} 1.0
+kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT",networkProcessor="0"} 5.0
+# TYPE kafka_server_app gauge
+kafka_server_app{node_id="2",version="3.9.2"} 1.0
+"""
+HOME_MADE_HELD = {
+    ChannelConnections("replica-fetcher", "1", 1),
+    ChannelConnections("replica-fetcher", "3", 1),
+    ChannelConnections("txn-marker-channel", None, 1),
+    ChannelConnections("AddPartitionsManager-channel", None, 1),
+    ChannelConnections("forwarding", None, 1),
+}
+
+
+def home_made(release_metric: str = "kafka_server_app_info", release_label: str = "version") -> ExpositionMapping:
+    return ExpositionMapping(
+        "mapping", HOME_MADE.connections, None, jmx_exporter_default_channels(release_metric, release_label)
+    )
+
+
+def test_home_made_channels_under_jmx_exporter_default_naming() -> None:
+    reading = parse_exposition(HOME_MADE_CHANNELS, home_made())
+    assert set(reading.channels) == HOME_MADE_HELD and reading.release == "3.9.2" and reading.channels_read
+    # lowercaseOutputName and lowercaseOutputLabelNames; jmx_exporter 0.x keeps the rule's name.
+    lowered = HOME_MADE_CHANNELS.replace("AddPartitionsManager", "addpartitionsmanager").replace("BrokerId", "brokerid")
+    lowered = lowered.replace("kafka_server_app{", "kafka_server_app_info{")
+    reading = parse_exposition(lowered, home_made())
+    assert set(reading.channels) == HOME_MADE_HELD and reading.release == "3.9.2" and reading.channels_read
+    # The release under another label, or a series the endpoint does not serve: the channels stay unread.
+    assert parse_exposition(HOME_MADE_CHANNELS, home_made(release_label="node_id")).release == "2"
+    missing = parse_exposition(HOME_MADE_CHANNELS, home_made("kafka_broker_release"))
+    assert missing.release is None and not missing.channels_read and missing.channels == ()
+    # A mapping without channels reads none of them.
+    assert not parse_exposition(HOME_MADE_CHANNELS, HOME_MADE).channels_read

@@ -13,7 +13,7 @@ import trustme
 from aiohttp import web
 
 from exporter.config.settings import ClusterConfig
-from exporter.snapshot import ClientConnections, JmxReading
+from exporter.snapshot import ChannelConnections, ClientConnections, JmxReading
 from exporter.sources.base import Reason, SourceError
 from exporter.sources.prometheus_endpoint import PrometheusEndpointSource
 from kafka_double.ports import free_port
@@ -87,6 +87,38 @@ def test_reads_each_endpoint_and_a_down_one_fails_alone() -> None:
         suites=outcome["1"].suites,  # type: ignore[union-attr]
     )
     assert reason(outcome["2"]) == Reason.CONNECTION and "127.0.0.1" in str(outcome["2"])
+
+
+def test_the_reporter_preset_reads_the_channels_and_the_jmx_exporter_presets_do_not() -> None:
+    # What the Strimzi Metrics Reporter serves: the same text read under each preset.
+    text = (
+        'kafka_server_socket_server_metrics_connections{clientSoftwareName="kcat",clientSoftwareVersion="1.7.1",'
+        'listener="PLAINTEXT",networkProcessor="0"} 4.0\n'
+        "# TYPE kafka_server_raft_channel_metrics_connection_count gauge\n"
+        "kafka_server_raft_channel_metrics_connection_count 1.0\n"
+        "# TYPE kafka_server_app_info_version_info gauge\n"
+        'kafka_server_app_info_version_info{version="4.3.0"} 1\n'
+    )
+
+    async def reporter(request: web.Request) -> web.Response:
+        return web.Response(text=text, content_type="text/plain", charset="utf-8")
+
+    async def run(preset: str) -> JmxReading:
+        runner, port = await serve(reporter)
+        try:
+            outcome = await read_all(source({"preset": preset}, {1: f"http://127.0.0.1:{port}/metrics"}))
+        finally:
+            await runner.cleanup()
+        assert isinstance(outcome["1"], JmxReading)
+        return outcome["1"]
+
+    reading = asyncio.run(run("strimzi_reporter"))
+    assert reading.clients == (ClientConnections("PLAINTEXT", "0", "kcat", "1.7.1", 4),)
+    assert reading.channels == (ChannelConnections("raft-channel", None, 1),)
+    assert reading.release == "4.3.0" and reading.channels_read
+    for preset in ("strimzi", "confluent"):
+        other = asyncio.run(run(preset))
+        assert not other.channels_read and other.channels == () and other.release is None
 
 
 def test_status_content_type_and_text_failures_have_their_reasons() -> None:
