@@ -199,8 +199,9 @@ class ListenerOwn:
     connections of the brokers' own channels placed on a broker (`own_placed`, see BrokerListenerOwn) and, per
     channel and holder, those of channels whose destination Kafka does not name (`own_unplaced`), as far as the
     gauges count them; the clients' connections that are certain but cannot be placed on one broker
-    (`unattributed`); those that may be channels of brokers whose own channels could not be read (`in_doubt`,
-    those brokers in `unread`)."""
+    (`unattributed`); those that may as well be the brokers' own as clients' (`in_doubt`): channels of brokers whose
+    own channels could not be read (those brokers in `unread`), or channels without a named destination that may have
+    gone to brokers whose gauges were not read."""
 
     cluster: str
     listener: str

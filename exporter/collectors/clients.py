@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from prometheus_client.core import Metric
 
 from exporter.collectors import catalog
-from exporter.collectors.own_connections import NO_BROKER
+from exporter.collectors.own_connections import NO_BROKER, shown_versions
 from exporter.snapshot import JmxReading, Snapshot
 
 
@@ -17,10 +17,7 @@ def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterat
     connections = catalog.CONNECTIONS.new(network_processor_label)
     violations = catalog.POLICY_VIOLATION_CONNECTIONS.new(network_processor_label)
     sums: dict[tuple[str, ...], int] = defaultdict(int)
-    # The version label each real pair is shown under ("other" when the cap folded it).
-    shown_versions = {
-        (row.cluster, row.software_name, row.real_software_version): row.software_version for row in snapshot.clients
-    }
+    shown = shown_versions(snapshot)
     violating: dict[tuple[str, ...], int] = defaultdict(int)
     for row in snapshot.clients:
         key = (
@@ -41,7 +38,7 @@ def client_families(snapshot: Snapshot, network_processor_label: bool) -> Iterat
         # Clients' connections that are certain in the cluster but that no broker can be named for.
         reason = reasons.get((on_listener.cluster, on_listener.software_name, on_listener.software_version))
         if on_listener.unattributed and reason is not None:
-            version = shown_versions.get(
+            version = shown.get(
                 (on_listener.cluster, on_listener.software_name, on_listener.software_version),
                 on_listener.software_version,
             )

@@ -15,6 +15,14 @@ from exporter.snapshot import JmxReading, Snapshot
 NO_BROKER = ""
 
 
+def shown_versions(snapshot: Snapshot) -> dict[tuple[str, str, str], str]:
+    """(cluster, name, real version) -> the version label kafka_client_connections shows it under ("other" when the
+    cardinality cap folded the pair)."""
+    return {
+        (row.cluster, row.software_name, row.real_software_version): row.software_version for row in snapshot.clients
+    }
+
+
 def own_connection_families(snapshot: Snapshot) -> Iterator[Metric]:
     outbound = catalog.OUTBOUND_CONNECTIONS.new()
     for polled, reading in snapshot.readings(JmxReading):
@@ -24,15 +32,19 @@ def own_connection_families(snapshot: Snapshot) -> Iterator[Metric]:
                 channel.connections,
             )
 
+    # Labelled as kafka_client_connections labels the pair, so that the two subtract.
+    shown = shown_versions(snapshot)
     inter_broker = catalog.INTER_BROKER_CONNECTIONS.new()
     counted: dict[tuple[str, ...], int] = defaultdict(int)
     for at_broker in snapshot.own_by_broker:
+        version = shown.get((at_broker.cluster, at_broker.software_name, at_broker.software_version))
         for share in at_broker.own:
             where = (at_broker.cluster, at_broker.broker, at_broker.listener, at_broker.software_name)
-            counted[(*where, at_broker.software_version, share.channel)] += share.connections
+            counted[(*where, version or at_broker.software_version, share.channel)] += share.connections
     unverified = catalog.UNVERIFIED_CONNECTIONS.new()
     for on_listener in snapshot.own_by_listener:
-        pair = (on_listener.software_name, on_listener.software_version)
+        version = shown.get((on_listener.cluster, on_listener.software_name, on_listener.software_version))
+        pair = (on_listener.software_name, version or on_listener.software_version)
         for share in on_listener.own_unplaced:
             counted[(on_listener.cluster, NO_BROKER, on_listener.listener, *pair, share.channel)] += share.connections
         if on_listener.in_doubt:

@@ -5,7 +5,7 @@ apache-kafka-java at the broker's release on 4.x, AddPartitionsToTxn verificatio
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from exporter.judging.clients import ClientJudge
 from exporter.judging.own_connections import account
@@ -43,7 +43,7 @@ def jmx(
     )
 
 
-def results(brokers: dict[str, JmxReading | None], release: str, **fetchers: int) -> list[SourceResult]:
+def results(brokers: Mapping[str, JmxReading | None], release: str, **fetchers: int) -> list[SourceResult]:
     out = []
     for broker, reading in brokers.items():
         key = SourceKey(CLUSTER, broker, "jmx")
@@ -84,7 +84,7 @@ def cluster_39(extra_unknown_on_2: int = 0) -> dict[str, JmxReading | None]:
     }
 
 
-def violations(brokers: dict[str, JmxReading | None], release: str = "3.9.2", **fetchers: int) -> dict:
+def violations(brokers: Mapping[str, JmxReading | None], release: str = "3.9.2", **fetchers: int) -> dict:
     polled = results(brokers, release, **fetchers)
     accounts = account([CLUSTER], polled)
     rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
