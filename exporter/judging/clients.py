@@ -15,6 +15,12 @@ from exporter.policy import Policy
 from exporter.snapshot import FOLDED_VERSION, JmxReading, JudgedClient, SourceResult
 
 
+def _processor_order(row: tuple[str, str, str, str, str, int]) -> tuple[str, str, int, str, str, str]:
+    """Rows by broker, listener, then processor number (Kafka's processor ids are integers)."""
+    broker, listener, processor, name, version, _ = row
+    return (broker, listener, int(processor) if processor.isdigit() else -1, processor, name, version)
+
+
 class ClientJudge:
     def __init__(self, policy: Policy, max_versions_per_cluster: int) -> None:
         self._policy = policy
@@ -68,7 +74,7 @@ class ClientJudge:
             verdicts = {pair: self._policy.check(*pair) for pair in present}
             # Per (broker, listener, name, version): the certain clients' connections left to place on processors.
             certain = dict(accounts[cluster].clients_certain()) if accounts and cluster in accounts else {}
-            for broker, listener, processor, name, version, connections in sorted(raw[cluster]):
+            for broker, listener, processor, name, version, connections in sorted(raw[cluster], key=_processor_order):
                 check = verdicts[(name, version)]
                 key = (broker, listener, name, version)
                 clients_certain = None

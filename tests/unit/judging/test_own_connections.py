@@ -175,3 +175,20 @@ def test_a_broker_that_holds_no_channels_needs_no_release_or_listeners() -> None
     ]
     rows = ClientJudge(load_policy(None), 100).judge(polled, account([CLUSTER], polled))
     assert [(r.violation, r.violating) for r in rows] == [("unknown_software", 2)]
+
+
+def test_per_processor_the_certain_connections_are_listed_against_the_lowest_numbered_processors() -> None:
+    # Which processor holds the replica fetcher is not known: of three unknown connections on processors 2 and 10,
+    # one is broker 2's fetcher; the two certain ones are listed against processor 2 first, then 10.
+    reading = JmxReading(
+        clients=(
+            ClientConnections("PLAINTEXT", "10", *UNKNOWN, 2),
+            ClientConnections("PLAINTEXT", "2", *UNKNOWN, 1),
+        ),
+        channels_read=True,
+        release="4.4.0",
+    )
+    fetcher = jmx("4.4.0", [], [("replica-fetcher", "1", 1)])
+    polled = results({"1": reading, "2": fetcher}, "4.4.0")
+    rows = ClientJudge(load_policy(None), 100).judge(polled, account([CLUSTER], polled))
+    assert {(r.network_processor, r.violating) for r in rows} == {("2", 1), ("10", 1)}
