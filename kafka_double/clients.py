@@ -9,7 +9,8 @@ client runs in a child process so that closing it is a real socket close and not
 * confluent-kafka, kafka-python, aiokafka: ``client_scripts/python_client.py`` under this interpreter.
 * kafkajs: ``node/client.js`` under ``node`` with ``NODE_PATH`` pointing at ``node/node_modules``.
 * Kafka's own Java client (Admin and Producer), 4.3.0 and 3.9.0: ``client_scripts/JavaClient.java``, a single-file
-  program, in its own JVM with that release's kafka-clients jar (``kafka_double.kafka_jars``).
+  program, in its own JVM with that release's kafka-clients jar (``kafka_double.kafka_jars``); with
+  ``java_role="share-consumer"`` a KafkaShareConsumer (KIP-932 share group) instead.
 * Old Java clients, kafka-clients 2.8.2, 0.10.2.2 and 0.10.1.1: ``client_scripts/LegacyJavaClient.java`` (a
   KafkaProducer only: 0.10 has no Admin) sending a record every ``LEGACY_PRODUCE_INTERVAL`` seconds, with the
   release's own jars (``kafka_jars.legacy_clients_classpath``). 0.10.1.1 never asks ApiVersions, 0.10.2.2 asks v0
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Literal, Self
 
 from .java_program import java_program_args
 from .kafka_jars import KafkaJarsMissing, kafka_clients_classpath, legacy_clients_classpath
@@ -113,6 +114,10 @@ class ExpectedIdentity:
 
 #: What a broker records for clients whose ApiVersions is v0-v2 (no name/version fields in the body).
 UNKNOWN = ExpectedIdentity("unknown", "unknown")
+
+
+#: What JavaClient.java runs: an Admin and a Producer, or a KIP-932 share-group consumer.
+JavaRole = Literal["both", "share-consumer"]
 
 
 class ClientError(RuntimeError):
@@ -409,13 +414,16 @@ def start_client(
     client_id: str | None = None,
     bootstrap_timeout: float = 20.0,
     properties: Mapping[str, str] | None = None,
+    java_role: JavaRole = "both",
 ) -> RealClient:
     """Start one real client against ``bootstrap`` ("host:port,host:port"); call ``wait_ready()`` next.
 
     ``software_name``/``software_version`` are only settable for kcat (librdkafka's client.software.*); the
     other clients always send their own identity (or none). ``properties`` are extra client settings in the
     client's own names (security.protocol, ssl.*, sasl.* for kcat, confluent-kafka and the Java client;
-    security_protocol, ssl_cafile... for kafka-python), e.g. for TLS and SASL listeners.
+    security_protocol, ssl_cafile... for kafka-python), e.g. for TLS and SASL listeners. ``java_role`` is
+    JavaClient.java's role for the Java kinds: an Admin and a Producer ("both"), or a share-group consumer
+    ("share-consumer", 4.x: its group is the ``group.id`` property, default "share-group"; topic ``demo``).
     """
     kind = ClientKind(kind)
     reason = missing_reason(kind)
@@ -423,6 +431,8 @@ def start_client(
         raise ClientError(f"cannot start {kind.value}: {reason}")
     if kind is not ClientKind.KCAT and (software_name is not None or software_version is not None):
         raise ValueError(f"software_name/software_version can only be chosen for kcat, not {kind.value}")
+    if java_role != "both" and kind not in JAVA_RELEASES:
+        raise ValueError(f"java_role can only be chosen for {', '.join(JAVA_RELEASES)}, not {kind.value}")
     if properties and kind in (ClientKind.AIOKAFKA, ClientKind.KAFKAJS):
         raise ValueError(
             f"properties can be given to kcat, confluent-kafka, kafka-python and the Java clients, not {kind.value}"
@@ -445,7 +455,7 @@ def start_client(
 
     if kind in JAVA_RELEASES:
         classpath = kafka_clients_classpath(JAVA_RELEASES[kind])
-        argv = ["java", *JAVA_CLIENT_OPTIONS, *java_program_args(JAVA_CLIENT_SOURCE, classpath), "both", bootstrap]
+        argv = ["java", *JAVA_CLIENT_OPTIONS, *java_program_args(JAVA_CLIENT_SOURCE, classpath), java_role, bootstrap]
         argv += ["--timeout", str(bootstrap_timeout)]
         if client_id is not None:
             argv += ["--client-id", client_id]

@@ -6,10 +6,11 @@ under the given directory.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -44,14 +45,29 @@ class KafkaCluster:
         separate_controller: bool = False,
         first_node_id: int = 1,
         options: NodeOptions | None = None,
+        node_properties: Mapping[int, Mapping[str, str]] | None = None,
     ) -> None:
         """``nodes`` nodes of ``release``, numbered from ``first_node_id``; with ``separate_controller`` the first
-        one is a controller only and the others brokers only, otherwise every node is combined and a voter."""
+        one is a controller only and the others brokers only, otherwise every node is combined and a voter.
+        ``options`` hold for every node; ``node_properties`` (node id -> server.properties settings) add to or
+        override ``options.extra_properties`` on the nodes they name only."""
         options = options or NodeOptions()
         if nodes < 1 or (separate_controller and nodes < 2):
             raise ValueError("a cluster needs a node, and a separate controller needs a broker beside it")
         self.directory = directory
         ids = list(range(first_node_id, first_node_id + nodes))
+        node_properties = node_properties or {}
+        strangers = sorted(set(node_properties) - set(ids))
+        if strangers:
+            raise ValueError(f"node_properties name nodes the cluster does not have: {strangers}")
+        node_options = {
+            node_id: dataclasses.replace(
+                options, extra_properties={**options.extra_properties, **node_properties[node_id]}
+            )
+            if node_id in node_properties
+            else options
+            for node_id in ids
+        }
         roles = {
             node_id: NodeRoles(
                 broker=not (separate_controller and node_id == ids[0]),
@@ -66,7 +82,13 @@ class KafkaCluster:
         layout = ClusterLayout(new_cluster_id(), voters, brokers=sum(role.broker for role in roles.values()))
         self.nodes = {
             node_id: KafkaNode(
-                directory / f"node-{node_id}", release, node_id, roles[node_id], ports[node_id], layout, options
+                directory / f"node-{node_id}",
+                release,
+                node_id,
+                roles[node_id],
+                ports[node_id],
+                layout,
+                node_options[node_id],
             )
             for node_id in ids
         }

@@ -4,8 +4,10 @@
  *
  *     java -cp kafka-clients-4.3.0.jar:slf4j-api-2.0.18.jar JavaClient.java ROLE BOOTSTRAP [options]
  *
- * ROLE: admin (Admin.describeCluster), producer (KafkaProducer: partitionsFor, then one record acknowledged), or
- * both (one application holding an Admin and a Producer). Options: --client-id ID, --topic T (default demo),
+ * ROLE: admin (Admin.describeCluster), producer (KafkaProducer: partitionsFor, then one record acknowledged),
+ * both (one application holding an Admin and a Producer), or share-consumer (KafkaShareConsumer, KIP-932: subscribes
+ * to the topic in share group `group.id`, default "share-group", and polls until stdin reaches EOF; READY after its
+ * first poll, 4.x clients and brokers with share groups only). Options: --client-id ID, --topic T (default demo),
  * --timeout S (bootstrap, default 20), --property KEY=VALUE (any client setting, repeatable: security.protocol,
  * sasl.*, ssl.* ...).
  *
@@ -30,12 +32,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public class JavaClient {
-    static final String USAGE = "usage: JavaClient.java {admin|producer|both} BOOTSTRAP [--client-id ID] [--topic T] "
+    static final String USAGE = "usage: JavaClient.java {admin|producer|both|share-consumer} BOOTSTRAP "
+            + "[--client-id ID] [--topic T] "
             + "[--timeout S] [--property KEY=VALUE]...";
 
     public static void main(String[] args) throws Exception {
@@ -43,7 +49,7 @@ public class JavaClient {
             fail(USAGE);
         }
         String role = args[0];
-        if (!List.of("admin", "producer", "both").contains(role)) {
+        if (!List.of("admin", "producer", "both", "share-consumer").contains(role)) {
             fail("unknown role '" + role + "'; " + USAGE);
         }
         Properties props = new Properties();
@@ -70,6 +76,10 @@ public class JavaClient {
                 }
                 default -> fail("unknown option " + args[i] + "; " + USAGE);
             }
+        }
+        if (role.equals("share-consumer")) {
+            shareConsume(props, topic);
+            return;
         }
         Admin admin = null;
         KafkaProducer<byte[], byte[]> producer = null;
@@ -98,6 +108,39 @@ public class JavaClient {
         System.out.flush();
         waitForEof(System.in);
         close(admin, producer, Duration.ofSeconds(10));
+    }
+
+    /** A share-group member: polls (acknowledging implicitly) on this thread until stdin reaches EOF. */
+    static void shareConsume(Properties props, String topic) throws Exception {
+        props.putIfAbsent("group.id", "share-group");
+        KafkaShareConsumer<byte[], byte[]> consumer =
+                new KafkaShareConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        Thread eof = new Thread(() -> {
+            try {
+                waitForEof(System.in);
+            } catch (IOException e) {
+                // the parent is gone: close as on EOF
+            }
+            consumer.wakeup();
+        }, "stdin-eof");
+        eof.setDaemon(true);
+        try {
+            consumer.subscribe(List.of(topic));
+            consumer.poll(Duration.ofMillis(500));
+            System.out.println("READY");
+            System.out.flush();
+            eof.start();
+            while (true) {
+                consumer.poll(Duration.ofMillis(500));
+            }
+        } catch (WakeupException e) {
+            // stdin reached EOF
+        } catch (RuntimeException e) {
+            System.err.println("JavaClient: share consumer against " + props.get("bootstrap.servers") + ": " + e);
+            consumer.close(Duration.ZERO);
+            System.exit(1);
+        }
+        consumer.close(Duration.ofSeconds(10));
     }
 
     /** The parent closes our stdin to ask us to close; if it dies, the pipe closes too. */

@@ -1,0 +1,845 @@
+"""The brokers' own connections on real clusters (issue 37), checked against the kernel.
+
+Kafka brokers count the connections other brokers open to them (replica fetchers, transaction markers,
+AddPartitionsToTxn verification, the share-group channels, the channels to the controllers) in the same KIP-511
+client gauges as clients'. Replica fetchers never send ApiVersions and arrive as ``unknown``, as do 3.9's
+transaction markers: a broker's own traffic must not look like a client that does not name itself. The exporter
+reads each broker's own channels in the same JMX read as its gauges, and judges only what is certainly a client's.
+
+For each release, 3.9.2 and then 4.4.0 (one cluster at a time), a story in four chapters on a three-node combined
+KRaft cluster of its own, every listener on 127.0.0.1, JMX with a password, and ``num.replica.fetchers=2`` on node 2
+only. Topic ``demo`` has six partitions, replicated three times, placed by hand so that each broker leads two
+consecutive ones: Kafka picks a partition's fetcher thread as ``abs(31 * topic.hashCode() + partition) %
+num.replica.fetchers`` (AbstractFetcherManager.getFetcherId), so two consecutive partitions never share a thread and
+node 2 fetches from each other leader with both of its threads. Only clients that name themselves at first: two kcat
+producers with chosen software names, and kafka-python in threads of this process (a transactional producer
+committing a transaction over every partition twice a second, so the transaction coordinator's marker channel
+reaches every leader, and a consumer group reading committed records); on 4.4.0 also a share group (KIP-932) of
+Kafka's Java KafkaShareConsumer 4.3.0. Then ``kafka-client-exporter serve`` (a one-second cycle) and a real
+Prometheus with the shipped rules, evaluated every second.
+
+1. Healthy: the exporter's account agrees with the kernel's table of established connections, counted by the
+   process holding each client end (``real_kafka.connections``): the brokers' JVMs' connections per listener are
+   what ``kafka_client_inter_broker_connections`` serves, those per holder are what its channels say
+   (``kafka_broker_outbound_connections``), 2 replica-fetcher connections from node 2 to each leader; the clients'
+   connections (raw minus the brokers') are the client processes'. No ``unknown_software`` violation, nothing
+   unverified, every broker's channels read, and ``KafkaClientUnknownSoftware`` never pending in Prometheus.
+2. A client that never sends ApiVersions joins: Kafka's Java producer 0.10.1.1, bootstrapped from node 2 only.
+   Exactly its connections violate, on the brokers that hold them (the kernel says which), and the alert goes
+   pending for exactly those broker/listener groups.
+3. Node 1 restarts (its leadership moves away and, by the controller's leader rebalance every 3 s, back): within two
+   collection cycles of the kernel's table settling, the account matches it again, and no false violation remains.
+4. Node 3's JMX unreachable while it keeps replicating (a second exporter whose configuration points node 3's JMX at
+   a port where nothing listens): node 3's channels are not read, what its fetchers may hold on the others is served
+   as unverified rather than as a violation, and the legacy producer's connections beyond what node 3 could hold
+   still violate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from exporter import __version__ as EXPORTER_VERSION
+from kafka_double.clients import (
+    JAVA_CLIENT_OPTIONS,
+    LEGACY_JAVA_CLIENT_SOURCE,
+    LEGACY_JAVA_RELEASES,
+    LEGACY_PRODUCE_INTERVAL,
+    UNKNOWN,
+    ClientKind,
+    RealClient,
+    start_client,
+)
+from kafka_double.exporter_process import REPO_ROOT, running_exporter, write_config
+from kafka_double.java_program import java_program_args
+from kafka_double.kafka_jars import legacy_clients_classpath
+from kafka_double.ports import free_port
+from kafka_double.prometheus_process import JOB, running_prometheus
+from real_kafka import JmxAuth, KafkaCluster, NodeOptions
+from real_kafka.connections import Listener, count_connections
+from real_kafka.jmx import jmx_url
+from real_kafka.rolling_upgrade import wait_in_sync
+
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
+
+RELEASES = ("3.9.2", "4.4.0")
+RULES = REPO_ROOT / "alerts" / "kafka-client-exporter.rules.yaml"
+JMX = JmxAuth("monitor", "own-Secret-37")
+INTERVAL = 1.0
+TOPIC = "demo"  # kcat's (KCAT_TOPIC), the share consumer's and the legacy producer's default topic
+#: Each broker leads two consecutive partitions (the first replica is the preferred leader), so that every fetcher
+#: thread of node 2 has a partition of each other leader (see the module's docstring).
+ASSIGNMENT = {0: [1, 2, 3], 1: [1, 3, 2], 2: [2, 3, 1], 3: [2, 1, 3], 4: [3, 1, 2], 5: [3, 2, 1]}
+TWO_FETCHERS = 2  # the node with num.replica.fetchers=2
+RESTARTED = 1
+UNREAD = 3  # the node whose JMX the second exporter cannot reach (num.replica.fetchers=1)
+LEGACY_BOOTSTRAP = TWO_FETCHERS
+BROKER_PROPERTIES = {
+    # Leadership comes back to a restarted node within seconds instead of five minutes.
+    "leader.imbalance.check.interval.seconds": "3",
+    # The 0.10.1.1 producer on 4.4.0 asks for a topic that must stay missing (see legacy_topic).
+    "auto.create.topics.enable": "false",
+}
+NODE_PROPERTIES = {TWO_FETCHERS: {"num.replica.fetchers": "2"}}
+KCAT_CLIENTS = (("orders-app", "2.3.0", "orders"), ("billing", "1.4.2", "billing"))
+KAFKA_PYTHON = ("kafka-python", package_version("kafka-python"))
+
+#: The channels a broker holds towards other brokers' inter-broker listener, and towards the controllers' listener
+#: (docs/kafka-facts/brokers-own-connections.md). Replica fetchers are the only ones whose destination Kafka names.
+INTER_BROKER_CHANNELS = {
+    "replica-fetcher",
+    "txn-marker-channel",
+    "AddPartitionsManager-channel",
+    "Persister-channel",
+    "NetworkPartitionMetadataClient-channel",
+    "ShareGroupDLQManager-channel",
+}
+CONTROLLER_CHANNELS = {
+    "raft-channel",
+    "forwarding",
+    "heartbeat",
+    "registration",
+    "alter-partition",
+    "directory-assignments",
+}
+INTER_BROKER, CONTROLLER = "PLAINTEXT", "CONTROLLER"
+UNKNOWN_PAIR = (UNKNOWN.software_name, UNKNOWN.software_version)
+#: The share-group's Java client (kafka-clients 4.3.0), on 4.4.0 only.
+SHARE_CONSUMER = "share-consumer"
+
+
+def legacy_topic(release: str) -> str:
+    """What the 0.10.1.1 producer produces to. 3.9.2 serves its Produce v2, so it holds a connection to each leader of
+    ``demo``; 4.4.0 closes the connection on every Produce v2 (KIP-896), which would make its connections come and
+    go, so there it asks for a topic that does not exist (auto-creation off) and holds its Metadata connections
+    (the bootstrap one and one to a broker of the metadata) while it waits for the topic."""
+    return TOPIC if release == "3.9.2" else "never-created"
+
+
+def legacy_producer(bootstrap: str, topic: str) -> RealClient:
+    """Kafka's Java producer 0.10.1.1 (LegacyJavaClient.java) producing to ``topic``: start_client's command with the
+    topic chosen, a bootstrap deadline long enough that it never gives up, and one Metadata request a second at
+    most while the topic is missing."""
+    release = LEGACY_JAVA_RELEASES[ClientKind.JAVA_0_10_1]
+    program = java_program_args(LEGACY_JAVA_CLIENT_SOURCE, legacy_clients_classpath(release))
+    argv = ["java", *JAVA_CLIENT_OPTIONS, *program, bootstrap, "--topic", topic, "--timeout", "3600"]
+    argv += ["--interval", str(LEGACY_PRODUCE_INTERVAL), "--client-id", "legacy-0.10.1"]
+    argv += ["--property", "retry.backoff.ms=1000"]
+    return RealClient(ClientKind.JAVA_0_10_1, argv, UNKNOWN)
+
+
+# ---------------------------------------------------------------------------------------------- served and kernel
+
+
+@dataclass(frozen=True)
+class Served:
+    """One /metrics page of the exporter, for one cluster."""
+
+    samples: list[tuple[str, dict[str, str], float]]
+    cycle_started: float
+
+    def of(self, name: str, **match: str) -> list[tuple[dict[str, str], float]]:
+        return [
+            (labels, value)
+            for sample, labels, value in self.samples
+            if sample == name and all(labels.get(key) == want for key, want in match.items())
+        ]
+
+    def raw(self) -> Counter[tuple[str, str, str, str]]:
+        """(broker, listener, name, version) -> kafka_client_connections."""
+        return self._count(
+            "kafka_client_connections", "broker", "listener", "client_software_name", "client_software_version"
+        )
+
+    def inter_broker(self) -> Counter[tuple[str, str, str, str, str]]:
+        """(broker or "", listener, name, version, channel) -> kafka_client_inter_broker_connections."""
+        return self._count(
+            "kafka_client_inter_broker_connections",
+            "broker",
+            "listener",
+            "client_software_name",
+            "client_software_version",
+            "channel",
+        )
+
+    def outbound(self) -> Counter[tuple[str, str, str]]:
+        """(holder, channel, destination or "") -> kafka_broker_outbound_connections."""
+        return self._count("kafka_broker_outbound_connections", "broker", "channel", "destination_broker")
+
+    def violations(self, reason: str) -> Counter[tuple[str, str, str, str]]:
+        """(broker or "", listener, name, version) -> kafka_client_policy_violation_connections{reason}."""
+        return self._count(
+            "kafka_client_policy_violation_connections",
+            "broker",
+            "listener",
+            "client_software_name",
+            "client_software_version",
+            reason=reason,
+        )
+
+    def unverified(self) -> Counter[tuple[str, str, str]]:
+        """(listener, name, version) -> kafka_client_unverified_connections."""
+        return self._count(
+            "kafka_client_unverified_connections", "listener", "client_software_name", "client_software_version"
+        )
+
+    def channels_read(self) -> dict[str, float]:
+        return {labels["broker"]: value for labels, value in self.of("kafka_client_exporter_broker_channels_read")}
+
+    def _count(self, name: str, *keys: str, **match: str) -> Counter[Any]:
+        counts: Counter[Any] = Counter()
+        for labels, value in self.of(name, **match):
+            counts[tuple(labels[key] for key in keys)] += int(value)
+        return +counts
+
+
+def fetch(url: str, timeout: float = 10.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return str(response.read().decode())
+
+
+def scrape(base: str, cluster: str) -> Served:
+    samples = [
+        (sample.name, dict(sample.labels), sample.value)
+        for family in text_string_to_metric_families(fetch(f"{base}/metrics"))
+        for sample in family.samples
+    ]
+    single = {name: value for name, labels, value in samples if not labels}
+    started = (
+        single["kafka_client_exporter_snapshot_timestamp_seconds"]
+        - single["kafka_client_exporter_cycle_duration_seconds"]
+    )
+    mine = [(name, labels, value) for name, labels, value in samples if labels.get("kafka_cluster") == cluster]
+    return Served(mine, started)
+
+
+#: An owner of a client end in the kernel's table: ("broker", node id) or ("client", "name\0version").
+Owner = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Established connections to the cluster's listeners: (owner, destination broker, listener) -> count."""
+
+    counts: Counter[tuple[Owner, str, str]]
+    unowned: int
+
+    def brokers(self, listener: str) -> Counter[tuple[str, str]]:
+        """(holder, destination) -> the broker JVMs' connections to ``listener``."""
+        found: Counter[tuple[str, str]] = Counter()
+        for ((kind, who), destination, where), n in self.counts.items():
+            if kind == "broker" and where == listener:
+                found[(who, destination)] += n
+        return found
+
+    def clients(self) -> Counter[tuple[str, str, str, str]]:
+        """(broker, listener, name, version) -> the client processes' connections, as kafka_client_connections."""
+        found: Counter[tuple[str, str, str, str]] = Counter()
+        for ((kind, who), destination, where), n in self.counts.items():
+            if kind == "client":
+                name, version = who.split("\0")
+                found[(destination, where, name, version)] += n
+        return found
+
+
+# ---------------------------------------------------------------------------------------------- kafka-python workload
+
+
+@dataclass
+class Workload:
+    """kafka-python in threads of this process: a transactional producer committing a transaction over every
+    partition twice a second, and a consumer group reading committed records. Each thread owns its client."""
+
+    bootstrap: str
+    commits: int = 0
+    consumed: int = 0
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> None:
+        for target in (self._produce, self._consume):
+            thread = threading.Thread(target=target, name=target.__name__, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def close(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(30)
+
+    def _produce(self) -> None:
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap, client_id="own-txn-producer", transactional_id="own-connections-txn"
+        )
+        try:
+            producer.init_transactions()
+            while not self._stop.is_set():
+                try:
+                    producer.begin_transaction()
+                    for partition in ASSIGNMENT:
+                        producer.send(TOPIC, f"record {self.commits}".encode(), partition=partition)
+                    producer.commit_transaction()
+                    self.commits += 1
+                except Exception as exc:  # a broker restarting: abort and go on
+                    self.errors.append(f"producer: {exc!r}")
+                    with contextlib.suppress(Exception):
+                        producer.abort_transaction()
+                self._stop.wait(0.5)
+        finally:
+            producer.close(timeout=10)
+
+    def _consume(self) -> None:
+        consumer = KafkaConsumer(
+            TOPIC,
+            bootstrap_servers=self.bootstrap,
+            client_id="own-reader",
+            group_id="own-connections-readers",
+            isolation_level="read_committed",
+            auto_offset_reset="earliest",
+        )
+        try:
+            while not self._stop.is_set():
+                try:
+                    for records in consumer.poll(timeout_ms=500).values():
+                        self.consumed += len(records)
+                except Exception as exc:
+                    self.errors.append(f"consumer: {exc!r}")
+                    self._stop.wait(0.5)
+        finally:
+            consumer.close()
+
+
+# ---------------------------------------------------------------------------------------------- the story
+
+
+@dataclass
+class Story:
+    release: str
+    directory: Path
+    cluster: KafkaCluster
+    exporter: subprocess.Popen[bytes]
+    base: str
+    prometheus: str
+    clients: dict[str, RealClient]
+    workload: Workload
+    running: contextlib.ExitStack
+    journal: list[str] = field(default_factory=list)
+    legacy: RealClient | None = None
+    #: Exporters other than the main one (chapter 4), whose Kafka connections the kernel shows too.
+    other_exporters: list[int] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"own-{self.release}"
+
+    def note(self, text: str) -> None:
+        self.journal.append(f"[{self.release}] {text}")
+
+    def served(self, base: str | None = None) -> Served:
+        return scrape(base or self.base, self.name)
+
+    def kernel(self) -> Kernel:
+        listeners: dict[int, Listener] = {}
+        owners: dict[int, str] = {}
+        for node in self.cluster.nodes.values():
+            assert node.ports.plaintext is not None and node.ports.controller is not None
+            listeners[node.ports.plaintext] = Listener(node.node_id, INTER_BROKER)
+            listeners[node.ports.controller] = Listener(node.node_id, CONTROLLER)
+            if node.running and node.pid is not None:
+                owners[node.pid] = f"broker\n{node.node_id}"
+        clients = [*self.clients.values(), *([self.legacy] if self.legacy is not None else [])]
+        for client in clients:
+            if client.returncode is None:
+                owners[client.pid] = f"client\n{client.expected.software_name}\0{client.expected.software_version}"
+        owners[os.getpid()] = f"client\n{KAFKA_PYTHON[0]}\0{KAFKA_PYTHON[1]}"
+        for pid in (self.exporter.pid, *self.other_exporters):
+            owners[pid] = f"client\nkafka-client-exporter\0{EXPORTER_VERSION}"
+        found = count_connections(listeners, owners)
+        counts: Counter[tuple[Owner, str, str]] = Counter()
+        for (owner, listener), n in found.counts.items():
+            kind, who = owner.split("\n")
+            counts[((kind, who), str(listener.broker), listener.name)] += n
+        return Kernel(counts, sum(found.unowned.values()))
+
+    def steady(self, base: str | None = None, tries: int = 20) -> tuple[Kernel, Served]:
+        """A scrape and the kernel's table, taken again until the table is the same before and after the scrape
+        (``tries`` times at most: then the last pair, which the caller's comparison will find wanting)."""
+        for _ in range(tries):
+            before = self.kernel()
+            served = self.served(base)
+            after = self.kernel()
+            if before == after:
+                break
+        return after, served
+
+    def alerts(self, name: str) -> list[dict[str, Any]]:
+        found = json.loads(fetch(f"{self.prometheus}/api/v1/alerts"))["data"]["alerts"]
+        return [alert for alert in found if alert["labels"]["alertname"] == name]
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        text = fetch(f"{self.prometheus}/api/v1/query?{urllib.parse.urlencode({'query': promql})}")
+        result: list[dict[str, Any]] = json.loads(text)["data"]["result"]
+        return result
+
+
+def until(check: Callable[[], list[str]], timeout: float, what: str, poll: float = 0.25) -> None:
+    """Until ``check()`` finds no problem; the last problems it found in the failure."""
+    deadline = time.monotonic() + timeout
+    problems: list[str] = ["not checked yet"]
+    while True:
+        try:
+            problems = check()
+        except (OSError, urllib.error.HTTPError, KeyError) as exc:
+            problems = [repr(exc)]
+        if not problems:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not within {timeout:.0f} s:\n  " + "\n  ".join(problems)[:6000])
+        time.sleep(poll)
+
+
+def accounting(kernel: Kernel, served: Served, brokers: list[str]) -> list[str]:
+    """Where what the exporter serves for a cluster whose every broker was read disagrees with the kernel."""
+    problems: list[str] = []
+    if kernel.unowned:
+        problems.append(f"{kernel.unowned} connections of no known process (the kernel's table is moving)")
+    raw, inter, out = served.raw(), served.inter_broker(), served.outbound()
+    read = served.channels_read()
+    if read != dict.fromkeys(brokers, 1.0):
+        problems.append(f"channels read: {read}")
+    if served.unverified():
+        problems.append(f"unverified: {dict(served.unverified())}")
+    strangers = {channel for _, channel, _ in out} - INTER_BROKER_CHANNELS - CONTROLLER_CHANNELS
+    if strangers:
+        problems.append(f"channels this test does not know: {strangers}")
+
+    # The brokers' JVMs, as holders: each listener's total is what the destinations' gauges account to channels.
+    for listener, channels in ((INTER_BROKER, INTER_BROKER_CHANNELS), (CONTROLLER, CONTROLLER_CHANNELS)):
+        held = kernel.brokers(listener)
+        accounted = sum(n for (_, where, _, _, _), n in inter.items() if where == listener)
+        if sum(held.values()) != accounted:
+            problems.append(
+                f"{listener}: the broker JVMs hold {sum(held.values())} ({dict(held)}), inter_broker serves {accounted}"
+            )
+        for holder in brokers:
+            kernel_total = sum(n for (who, _), n in held.items() if who == holder)
+            channels_total = sum(n for (who, channel, _), n in out.items() if who == holder and channel in channels)
+            if kernel_total != channels_total:
+                problems.append(
+                    f"{listener}: broker {holder} holds {kernel_total} in the kernel, its channels say {channels_total}"
+                )
+    # Replica fetchers, per holder and destination: what the channel says, plus at most one connection per channel
+    # without a named destination (the kernel cannot tell a fetcher's connection from a marker's).
+    held = kernel.brokers(INTER_BROKER)
+    for holder in brokers:
+        unnamed = sum(1 for (who, channel, to), n in out.items() if who == holder and not to and n)
+        for destination in brokers:
+            fetchers = out[(holder, "replica-fetcher", destination)]
+            in_kernel = held[(holder, destination)]
+            if not fetchers <= in_kernel <= fetchers + unnamed:
+                problems.append(
+                    f"{holder}->{destination}: {in_kernel} in the kernel, {fetchers} replica-fetcher + up to "
+                    f"{unnamed} unnamed channel(s) served"
+                )
+    for destination in brokers:
+        fetched = sum(n for (_, channel, to), n in out.items() if channel == "replica-fetcher" and to == destination)
+        accounted = sum(n for (b, _, _, _, channel), n in inter.items() if b == destination)
+        if fetched != accounted:
+            problems.append(f"broker {destination}: fetchers towards it {fetched}, inter_broker there {accounted}")
+    if any(channel != "replica-fetcher" for (b, _, _, _, channel) in inter if b):
+        problems.append(f"a channel without a destination placed on a broker: {dict(inter)}")
+
+    # The clients: raw minus the brokers' own is the client processes' count, per pair; per broker where no channel
+    # lands on that pair.
+    clients = kernel.clients()
+    pairs = {(listener, name, version) for _, listener, name, version in [*raw, *clients]}
+    for listener, name, version in sorted(pairs):
+        own: Counter[str] = Counter()
+        for (b, where, n_, v, _), n in inter.items():
+            if (where, n_, v) == (listener, name, version):
+                own[b] += n
+        total_raw = sum(n for (_, where, n_, v), n in raw.items() if (where, n_, v) == (listener, name, version))
+        total_clients = sum(
+            n for (_, where, n_, v), n in clients.items() if (where, n_, v) == (listener, name, version)
+        )
+        if total_raw - sum(own.values()) != total_clients:
+            problems.append(
+                f"{listener} {name} {version}: raw {total_raw} - own {sum(own.values())} != clients' {total_clients}"
+            )
+        for broker in brokers:
+            key = (broker, listener, name, version)
+            rest = raw[key] - own.get(broker, 0) - clients[key]
+            if (rest != 0) if not own else (rest < 0):
+                problems.append(f"{key}: raw {raw[key]}, own there {own.get(broker, 0)}, clients' {clients[key]}")
+
+    # Violations: never more than the clients' own connections where they are placed; unknown_software exactly the
+    # unnamed clients', on their brokers.
+    for reason in ("below_minimum", "denied_version", "unknown_software", "not_allowed"):
+        for (broker, listener, name, version), n in served.violations(reason).items():
+            places = [b for b in brokers if not broker or b == broker]
+            theirs = sum(clients[(b, listener, name, version)] for b in places)
+            if n > theirs:
+                problems.append(f"{reason} {broker or '-'} {listener} {name} {version}: {n} > clients' {theirs}")
+    unknown = served.violations("unknown_software")
+    expected = Counter(
+        {(b, listener): n for (b, listener, name, version), n in clients.items() if (name, version) == UNKNOWN_PAIR}
+    )
+    got = Counter({(b, listener): n for (b, listener, _, _), n in unknown.items()})
+    if +expected != +got:
+        problems.append(f"unknown_software served {dict(got)}, the unnamed clients hold {dict(+expected)}")
+    return problems
+
+
+def two_fetchers(served: Served, brokers: list[str]) -> list[str]:
+    """Node 2 fetches from every other leader with both threads, the others with one."""
+    out = served.outbound()
+    problems = []
+    for holder in brokers:
+        want = 2 if holder == str(TWO_FETCHERS) else 1
+        for destination in brokers:
+            got = out[(holder, "replica-fetcher", destination)]
+            if got != (0 if holder == destination else want):
+                problems.append(f"replica-fetcher {holder}->{destination}: {got}, want {want}")
+    return problems
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
+    release: str = request.param
+    directory = tmp_path_factory.mktemp(f"own-connections-{release}")
+    options = NodeOptions(jmx_auth=JMX, extra_properties=BROKER_PROPERTIES)
+    cluster = KafkaCluster(directory / "kafka", release, nodes=3, options=options, node_properties=NODE_PROPERTIES)
+    began = time.monotonic()
+    with contextlib.ExitStack() as running:
+        cluster.start()
+        running.callback(cluster.stop)
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap(), client_id="own-connections-setup")
+        try:
+            admin.create_topics([NewTopic(TOPIC, -1, -1, replica_assignments=ASSIGNMENT)])
+        finally:
+            admin.close()
+        wait_in_sync(cluster.bootstrap(), 60)
+        clients: dict[str, RealClient] = {}
+        for name, version, client_id in KCAT_CLIENTS:
+            client = start_client(
+                ClientKind.KCAT, cluster.bootstrap(), software_name=name, software_version=version, client_id=client_id
+            )
+            running.callback(client.close)
+            clients[client_id] = client
+        if release != "3.9.2":
+            client = start_client(
+                ClientKind.JAVA,
+                cluster.bootstrap(),
+                client_id="share-reader",
+                java_role="share-consumer",
+                properties={"group.id": "own-connections-share"},
+                bootstrap_timeout=60,
+            )
+            running.callback(client.close)
+            clients[SHARE_CONSUMER] = client
+        workload = Workload(cluster.bootstrap())
+        workload.start()
+        running.callback(workload.close)
+        for client in clients.values():
+            client.wait_ready(60)
+        until(
+            lambda: [] if workload.commits >= 2 and workload.consumed else [f"{workload}"],
+            60,
+            "the transactional producer's commits read by the consumer group",
+        )
+        config = write_config(
+            directory / "exporter.yaml",
+            f"own-{release}",
+            {node.node_id: node.jmx_url for node in cluster.nodes.values()},
+            cluster.bootstrap(),
+            jmx={"username": JMX.username, "password": JMX.password},
+            interval_seconds=INTERVAL,
+        )
+        port = free_port()
+        log = running.enter_context((directory / "exporter.log").open("wb"))
+        exporter = running.enter_context(running_exporter(config, port, stdout=log, stderr=subprocess.STDOUT))
+        base = f"http://127.0.0.1:{port}"
+        prometheus = running.enter_context(running_prometheus(directory / "prometheus", port, RULES, interval="1s"))
+        story = Story(release, directory, cluster, exporter, base, prometheus, clients, workload, running)
+        story.note(f"cluster, clients and workload ready in {time.monotonic() - began:.1f} s")
+        try:
+            yield story
+        finally:
+            story.note(f"workload: {workload.commits} commits, {workload.consumed} read, errors {workload.errors[:3]}")
+            (directory / "journal.txt").write_text("\n".join(story.journal) + "\n")
+            print("\n" + "\n".join(story.journal))
+
+
+def brokers_of(story: Story) -> list[str]:
+    return [str(node_id) for node_id in story.cluster.nodes]
+
+
+def test_healthy_cluster_only_named_clients(story: Story) -> None:
+    brokers = brokers_of(story)
+    began = time.monotonic()
+
+    def matches() -> list[str]:
+        kernel, served = story.steady()
+        return accounting(kernel, served, brokers) + two_fetchers(served, brokers)
+
+    until(matches, 60, "the exporter's account matching the kernel")
+    story.note(f"healthy account matched {time.monotonic() - began:.1f} s after the exporter started")
+    kernel, served = story.steady()
+    story.note(f"outbound: {sorted(served.outbound().items())}")
+    story.note(f"inter_broker: {sorted(served.inter_broker().items())}")
+    story.note(f"kernel: {sorted(kernel.counts.items())}")
+    if SHARE_CONSUMER in story.clients:
+        # The share group is served, and the share-partition leaders' state persister reaches the share coordinator.
+        java_4_3 = story.clients[SHARE_CONSUMER].expected
+        assert kernel.clients()[(str(LEGACY_BOOTSTRAP), INTER_BROKER, java_4_3.software_name, "4.3.0")] or any(
+            (name, version) == (java_4_3.software_name, "4.3.0") for _, _, name, version in served.raw()
+        )
+        assert any(channel == "Persister-channel" for _, channel, _ in served.outbound()), served.outbound()
+    # Prometheus has evaluated the rules over scrapes holding the brokers' connections: five scrapes of them at
+    # least, and the rules evaluated after the fifth.
+    fetcher_series = (
+        f'count_over_time(kafka_client_inter_broker_connections{{job="{JOB}",channel="replica-fetcher"}}[5m])'
+    )
+    until(
+        lambda: [] if story.query(f"min({fetcher_series}) >= 5") else [f"{story.query(f'min({fetcher_series})')}"],
+        60,
+        "Prometheus holding five scrapes with the replica fetchers' connections",
+    )
+    seen = time.time()
+    until(lambda: [] if _rules_evaluated_after(story, seen) else ["not yet"], 30, "a rule evaluation after that")
+    assert story.alerts("KafkaClientUnknownSoftware") == []
+    assert story.query('ALERTS{alertname="KafkaClientUnknownSoftware"}[10m]') == []
+    assert story.query(f'kafka_client_policy_violation_connections{{job="{JOB}",reason="unknown_software"}}[10m]') == []
+    assert story.query(f'kafka_client_unverified_connections{{job="{JOB}"}}[10m]') == []
+
+
+def _rules_evaluated_after(story: Story, moment: float) -> bool:
+    groups = json.loads(fetch(f"{story.prometheus}/api/v1/rules"))["data"]["groups"]
+    group = next(g for g in groups if any(r.get("name") == "KafkaClientUnknownSoftware" for r in g["rules"]))
+    evaluated = datetime.fromisoformat(group["lastEvaluation"][:19] + "+00:00").timestamp()
+    return evaluated > moment
+
+
+def legacy_held(kernel: Kernel) -> Counter[tuple[str, str]]:
+    """(broker, listener) -> the connections of the client that names no software (the 0.10.1.1 producer)."""
+    return Counter(
+        {(b, where): n for (b, where, name, version), n in kernel.clients().items() if (name, version) == UNKNOWN_PAIR}
+    )
+
+
+@dataclass
+class Settling:
+    """Tracks when the kernel's table last changed and when the exporter's account first matched it since."""
+
+    began: float = field(default_factory=time.monotonic)
+    table: Counter[tuple[Owner, str, str]] | None = None
+    changed: float = field(default_factory=time.monotonic)
+    matched: float | None = None
+
+    def see(self, kernel: Kernel, problems: list[str], *, quiet_for: float = 3 * INTERVAL) -> list[str]:
+        """``problems``, or one saying the table has not been quiet for ``quiet_for`` seconds since it matched."""
+        now = time.monotonic()
+        if kernel.counts != self.table:
+            self.table, self.changed, self.matched = kernel.counts, now, None
+        if problems:
+            self.matched = None
+            return problems
+        if self.matched is None:
+            self.matched = now
+        quiet = now - self.changed
+        return [] if quiet >= quiet_for else [f"the kernel's table quiet for {quiet:.1f} s only"]
+
+    @property
+    def lag(self) -> float:
+        """From the table's last change to the first scrape that matched it."""
+        assert self.matched is not None
+        return self.matched - self.changed
+
+
+def test_a_client_without_apiversions_violates_alone(story: Story) -> None:
+    brokers = brokers_of(story)
+    bootstrap = story.cluster.node(LEGACY_BOOTSTRAP).bootstrap()
+    story.legacy = legacy_producer(bootstrap, legacy_topic(story.release))
+    story.running.callback(story.legacy.close)
+    if story.release == "3.9.2":
+        story.legacy.wait_ready(60)
+    settling = Settling()
+
+    def matches() -> list[str]:
+        kernel, served = story.steady()
+        problems = accounting(kernel, served, brokers)
+        held = legacy_held(kernel)
+        if not held:
+            problems.append("no connection of the 0.10.1.1 producer yet")
+        # On 3.9.2 it produces round robin to all six partitions, one record every 2 s: a connection to each leader.
+        if story.release == "3.9.2" and {b for b, _ in held} != set(brokers):
+            problems.append(f"the 0.10.1.1 producer not connected to every leader yet: {dict(held)}")
+        return settling.see(kernel, problems)
+
+    until(matches, 90, "exactly the 0.10.1.1 producer's connections violating")
+    kernel, served = story.steady()
+    story.note(f"0.10.1.1 producer's connections (broker, listener): {dict(legacy_held(kernel))}")
+    story.note(f"unknown_software served: {dict(served.violations('unknown_software'))}")
+
+    def pending() -> list[str]:
+        kernel, served = story.steady()
+        want = {(story.name, broker, listener) for broker, listener in legacy_held(kernel)}
+        violating = {(story.name, b, where) for b, where, _, _ in served.violations("unknown_software")}
+        alerts = story.alerts("KafkaClientUnknownSoftware")
+        got = {(a["labels"]["kafka_cluster"], a["labels"]["broker"], a["labels"]["listener"]) for a in alerts}
+        states = {a["state"] for a in alerts}
+        if got == want == violating and states == {"pending"}:
+            return []
+        return [f"alerts {[(a['labels'], a['state']) for a in alerts]}, served {violating}, the kernel {want}"]
+
+    until(pending, 30, "KafkaClientUnknownSoftware pending for exactly the 0.10.1.1 producer's brokers")
+
+
+def test_leadership_moved_account_recovers(story: Story) -> None:
+    brokers = brokers_of(story)
+    node = story.cluster.node(RESTARTED)
+    restarted_at = time.monotonic()
+    node.restart()
+    story.note(f"node {RESTARTED} restarted in {time.monotonic() - restarted_at:.1f} s")
+    # Its partitions' leadership moved to the others while it was down, and the controller's leader rebalance (every
+    # 3 s) moves it back; replica fetchers, markers and clients reconnect. The change has settled when the kernel's
+    # table has not moved for three cycles; the account must have matched it within two cycles of its last change.
+    settling = Settling()
+
+    def settled() -> list[str]:
+        kernel, served = story.steady()
+        problems = accounting(kernel, served, brokers) + two_fetchers(served, brokers)
+        return settling.see(kernel, problems)
+
+    until(settled, 120, f"the account after node {RESTARTED}'s restart")
+    story.note(
+        f"account matched {settling.matched - restarted_at if settling.matched else 0:.1f} s after the restart began, "
+        f"{settling.lag:.2f} s after the kernel's last change"
+    )
+    assert settling.lag <= 2 * INTERVAL + 0.5, f"matched {settling.lag:.2f} s after the kernel settled"
+    assert all(client.returncode is None for client in story.clients.values())
+
+
+def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
+    """What the exporter can claim with node 3's JMX unread: node 3's gauges are not served at all; on the brokers
+    read, each replica fetcher of a read broker is matched exactly, but node 3 may hold up to one connection per
+    replica fetcher thread (num.replica.fetchers, 1, from DescribeConfigs) and per unnamed channel counted as
+    `unknown` (3.9's transaction markers: 1; none on 4.4) towards each of them, and each read holder of such an
+    unnamed channel one more. Connections beyond all that are clients' for certain and violate; the rest of the
+    `unknown` ones are unverified, never a violation. It cannot say which of them are node 3's and which the
+    producer's, so the producer's connections up to that bound may be unverified rather than violating."""
+    brokers = brokers_of(story)
+    read = [b for b in brokers if b != str(UNREAD)]
+    config = story.directory / "exporter-unread.yaml"
+    jmx_urls = {node.node_id: node.jmx_url for node in story.cluster.nodes.values()}
+    jmx_urls[UNREAD] = jmx_url(free_port())  # nothing listens there: node 3 runs and replicates on
+    write_config(
+        config,
+        story.name,
+        jmx_urls,
+        story.cluster.bootstrap(),
+        jmx={"username": JMX.username, "password": JMX.password},
+        interval_seconds=INTERVAL,
+    )
+    could_hold = 1 + (1 if story.release == "3.9.2" else 0)  # node 3's fetcher thread, and 3.9's marker channel
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    seen: dict[str, Any] = {}
+    with (
+        (story.directory / "exporter-unread.log").open("wb") as log,
+        running_exporter(config, port, stdout=log, stderr=subprocess.STDOUT) as exporter,
+    ):
+        story.other_exporters.append(exporter.pid)
+        settling = Settling()
+
+        def in_doubt() -> list[str]:
+            kernel, served = story.steady(base)
+            problems = []
+            if served.channels_read() != {**dict.fromkeys(read, 1.0), str(UNREAD): 0.0}:
+                problems.append(f"channels read: {served.channels_read()}")
+            unverified = served.unverified()[(INTER_BROKER, *UNKNOWN_PAIR)]
+            if unverified <= 0:
+                problems.append(f"unverified: {dict(served.unverified())}")
+            # Node 3's other channels are in doubt too, under the name they give the destination: Kafka's Java client
+            # at its release (4.x's markers, AddPartitionsToTxn, the share-group and controller channels). Each
+            # is node 3's connection to a read broker, or a read holder's unnamed channel that may have gone to
+            # node 3 (whose gauges were not read): at most one per such holder and channel.
+            java = ("apache-kafka-java", story.release)
+            out = served.outbound()
+            for (listener, *pair), n in served.unverified().items():
+                if tuple(pair) == UNKNOWN_PAIR and listener == INTER_BROKER:
+                    continue
+                if tuple(pair) != java:
+                    problems.append(f"unverified {listener} {pair}: {n}, no broker channel lands there")
+                    continue
+                channels = INTER_BROKER_CHANNELS if listener == INTER_BROKER else CONTROLLER_CHANNELS
+                node3 = sum(n for (h, to), n in kernel.brokers(listener).items() if h == str(UNREAD) and to in read)
+                holders = sum(1 for (h, ch, to), m in out.items() if ch in channels and not to and m and h in read)
+                if n > node3 + holders:
+                    problems.append(f"unverified {listener} {pair}: {n} > node 3's {node3} + {holders} unnamed")
+            legacy = {b: legacy_held(kernel)[(b, INTER_BROKER)] for b in read}
+            unknown = served.violations("unknown_software")
+            if any(b == str(UNREAD) for b, *_ in unknown):
+                problems.append(f"a violation on the unread broker: {dict(unknown)}")
+            if {(k[2], k[3]) for k in unknown} - {UNKNOWN_PAIR}:
+                problems.append(f"unknown_software for named software: {dict(unknown)}")
+            unplaced = unknown[("", INTER_BROKER, *UNKNOWN_PAIR)]
+            raw, own = served.raw(), served.inter_broker()
+            # Read holders of an unnamed channel counted as unknown: 3.9's transaction markers.
+            unnamed_holders = (
+                sum(1 for (_, channel, _), n in out.items() if channel == "txn-marker-channel" and n)
+                if story.release == "3.9.2"
+                else 0
+            )
+            for b in read:
+                placed = unknown[(b, INTER_BROKER, *UNKNOWN_PAIR)]
+                # No false alarm: never more than the producer holds there.
+                if placed > legacy[b]:
+                    problems.append(f"broker {b}: {placed} violating, the 0.10.1.1 producer holds {legacy[b]}")
+                # Beyond what node 3 and the unnamed channels could hold: violating (here or unplaced).
+                residual = (
+                    raw[(b, INTER_BROKER, *UNKNOWN_PAIR)] - own[(b, INTER_BROKER, *UNKNOWN_PAIR, "replica-fetcher")]
+                )
+                beyond = min(legacy[b], residual - could_hold - unnamed_holders)
+                if placed + unplaced < beyond:
+                    problems.append(f"broker {b}: {placed} (+{unplaced} unplaced) violating, {beyond} certain")
+            total = sum(unknown.values())
+            if total > sum(legacy.values()):
+                problems.append(f"{total} violating in all, the 0.10.1.1 producer holds {legacy}")
+            # Nothing hidden: on the brokers read, every unknown connection no read channel accounts for violates or
+            # is unverified, and those are the producer's plus what node 3 really holds there.
+            raw_unknown = sum(raw[(b, INTER_BROKER, *UNKNOWN_PAIR)] for b in read)
+            own_unknown = sum(
+                n for (_, where, *pair, _), n in own.items() if (where, *pair) == (INTER_BROKER, *UNKNOWN_PAIR)
+            )
+            if total + unverified != raw_unknown - own_unknown:
+                problems.append(f"violating {total} + unverified {unverified} != raw {raw_unknown} - own {own_unknown}")
+            node3 = sum(n for (h, to), n in kernel.brokers(INTER_BROKER).items() if h == str(UNREAD) and to in read)
+            if not sum(legacy.values()) <= total + unverified <= sum(legacy.values()) + node3:
+                problems.append(f"violating + unverified {total + unverified}: producer {legacy}, node 3 holds {node3}")
+            seen.update(legacy=legacy, unknown=dict(unknown), unverified=unverified, node3_to_read=node3)
+            return settling.see(kernel, problems)
+
+        until(in_doubt, 60, f"node {UNREAD}'s channels unread, in doubt and no false alarm")
+    story.note(f"node {UNREAD} unread: {seen}")
