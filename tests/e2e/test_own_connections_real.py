@@ -1,4 +1,5 @@
-"""The brokers' own connections on real clusters (issue 37), checked against the kernel.
+"""The brokers' own connections on real clusters (issue 37), checked against the kernel. In tests/e2e, not
+tests/real_kafka: it starts clusters of its own, so it need not share a worker with the session's real brokers.
 
 Kafka brokers count the connections other brokers open to them (replica fetchers, transaction markers,
 AddPartitionsToTxn verification, the share-group channels, the channels to the controllers) in the same KIP-511
