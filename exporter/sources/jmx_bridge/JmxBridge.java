@@ -62,6 +62,11 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.management.MBeanServerConnection;
+import javax.management.ObjectInstance;
+import javax.management.ObjectName;
+import javax.management.openmbean.CompositeData;
+import javax.management.openmbean.TabularDataSupport;
 
 public final class JmxBridge {
     private static final Writer OUT =
@@ -314,14 +319,12 @@ public final class JmxBridge {
     private static List<String> query(Broker broker, ArrayList<JMXMetric> queries) throws Failure {
         List<String> items = new ArrayList<>();
         try {
-            // getMetrics fills in the objects it is given: a retry on a new connection starts from clean copies.
-            ArrayList<JMXMetric> fresh = new ArrayList<>();
-            for (JMXMetric query : queries) {
-                fresh.add(new JMXMetric(query.getmBeanName(), query.getAttribute(), query.getAttributeKey()));
-            }
-            for (JMXMetric metric : broker.connector.getMetrics(fresh)) {
-                // jmxquery's JSON keeps control characters raw; a raw line break would split our JSON line.
-                items.add(metric.toJSON().replace("\n", "\\n").replace("\r", "\\r"));
+            MBeanServerConnection connection = connectionOf(broker.connector);
+            for (JMXMetric query : copies(queries)) {
+                for (JMXMetric metric : read(broker.connector, connection, query)) {
+                    // jmxquery's JSON keeps control characters raw; a raw line break would split our JSON line.
+                    items.add(metric.toJSON().replace("\n", "\\n").replace("\r", "\\r"));
+                }
             }
         } catch (SecurityException error) {
             throw new Failure("authentication", "JMX access denied: " + describe(error));
@@ -334,6 +337,74 @@ public final class JmxBridge {
             throw new Failure("jmx_error", "JMX query at " + broker.url + " failed: " + describe(error));
         }
         return items;
+    }
+
+    /**
+     * jmxquery's JMXConnector.getMetrics for one query, in fewer round trips. jmxquery asks every MBean the pattern
+     * matches for its whole MBeanInfo (every attribute's description: a channel's MBean has dozens) only to find
+     * the one attribute asked for, then reads it: two RMI calls per MBean, the larger of them useless. Here the
+     * attribute is read directly; a plain value (the gauges' Integer and Double, app-info's String) makes the
+     * very item jmxquery makes of it (the type it set from the MBeanInfo is overwritten by the value's own). Any
+     * other outcome (no such attribute, a failed read, null, composite or tabular data) is left to jmxquery's own
+     * code for that one MBean, so what it answers then is exactly what it answered before. Patterns without a
+     * named attribute (none or "*": every attribute) go to jmxquery whole.
+     */
+    private static List<JMXMetric> read(JMXConnector connector, MBeanServerConnection connection, JMXMetric query)
+            throws Exception {
+        String attribute = query.getAttribute();
+        if (connection == null || attribute == null || attribute.equals("*")) {
+            return connector.getMetrics(new ArrayList<>(List.of(query)));
+        }
+        List<JMXMetric> metrics = new ArrayList<>();
+        for (ObjectInstance instance : connection.queryMBeans(new ObjectName(query.getmBeanName()), null)) {
+            String name = instance.getObjectName().toString();
+            Object value;
+            try {
+                value = connection.getAttribute(new ObjectName(name), attribute);
+            } catch (java.io.IOException error) {
+                throw error; // the connection is lost: as when jmxquery's next call fails
+            } catch (Exception error) {
+                value = null;
+            }
+            if (value == null || value instanceof CompositeData || value instanceof TabularDataSupport) {
+                JMXMetric one = new JMXMetric(name, attribute, query.getAttributeKey());
+                one.setmetricName(query.getmetricName());
+                one.setmetricLabels(query.getmetricLabels());
+                metrics.addAll(connector.getMetrics(new ArrayList<>(List.of(one))));
+                continue;
+            }
+            JMXMetric metric = new JMXMetric(name, attribute, null);
+            metric.setmetricName(query.getmetricName());
+            metric.setmetricLabels(query.getmetricLabels());
+            metric.setAttributeType(value);
+            metric.setValue(value);
+            metrics.add(metric);
+        }
+        return metrics;
+    }
+
+    /**
+     * getMetrics fills in the objects it is given: a retry on a new connection starts from clean copies (of the
+     * MBean pattern, attribute and key: the items carry no metric name or labels).
+     */
+    private static List<JMXMetric> copies(List<JMXMetric> queries) {
+        List<JMXMetric> fresh = new ArrayList<>();
+        for (JMXMetric query : queries) {
+            fresh.add(new JMXMetric(query.getmBeanName(), query.getAttribute(), query.getAttributeKey()));
+        }
+        return fresh;
+    }
+
+    /** The MBeanServerConnection inside jmxquery's connector (a private field); null if this jmxquery has none. */
+    private static MBeanServerConnection connectionOf(JMXConnector connector) {
+        try {
+            java.lang.reflect.Field field = JMXConnector.class.getDeclaredField("connection");
+            field.setAccessible(true);
+            Object connection = field.get(connector);
+            return connection instanceof MBeanServerConnection ? (MBeanServerConnection) connection : null;
+        } catch (ReflectiveOperationException | RuntimeException error) {
+            return null;
+        }
     }
 
     private static void closeIdle(long idleNanos) {

@@ -48,7 +48,10 @@ _STOP_SECONDS = 5.0
 # The JVM's initial heap is 1/64 of the RAM it sees (377 MB on a 24 GB host), and serial GC sizes its young generation
 # from it: the bridge sat at 268 MB RSS polling 500 brokers, 166 MB with this (live heap ~22 MB; bench_jmx_transports).
 # The heap still grows on demand; options in `java.options` come later on the command line and win.
-_BRIDGE_JVM_OPTIONS = ("-Xms16m",)
+# -XX:-UsePerfData: without it the JVM's periodic task thread samples its performance counters every 50 ms, which
+# cost the bridge 0.04 s of CPU a minute whatever it reads (about a sixth of its CPU reading three real brokers
+# every 3 s, bench/bench_real_brokers.py). Only jps and jstat need those counters; jcmd <pid> still attaches.
+_BRIDGE_JVM_OPTIONS = ("-Xms16m", "-XX:-UsePerfData")
 
 _REASONS = {
     "connection": Reason.CONNECTION,
