@@ -10,7 +10,9 @@ product judges.
   finalized (``kafka-features.sh upgrade --release 4.4``). Remote JMX with a password on each node, the request log
   at DEBUG in its own file (each release's own log4j format), as real_kafka sets them up.
 - Topic ``demo``, which every producer of kafka_double.clients writes to, with its one replica on node 1: the
-  legacy client's Produce v2 goes to the one broker that still serves it.
+  legacy client's Produce v2 goes to the one broker that still serves it. Topic ``demo-replicated``, three partitions
+  on every node: the brokers' replica fetchers, which send no ApiVersions, connect to each other as they do in any
+  replicated cluster, and the exporter shows them as the brokers' own connections, not as unnamed clients.
 - A client-metrics subscription made with the Admin API (IncrementalAlterConfigs on a CLIENT_METRICS resource, from
   kafka-python's admin client), as ``kafka-client-metrics.sh --alter`` makes one.
 - Real clients: kcat announcing chosen identities, among them librdkafka 1.6.0 (below the shipped 1.8.2 floor) and
@@ -390,14 +392,16 @@ class DemoRoll:
 #: each (--rolling-upgrade: the legacy producer meets every broker, before and after its restart).
 MID_UPGRADE_TOPIC: dict[str, object] = {"assignments": {0: [LEGACY_NODE]}}
 ROLLING_TOPIC: dict[str, object] = {"num_partitions": 3, "replication_factor": 3}
+#: A topic on every node, so that the brokers fetch from each other (replica fetchers) as in any replicated cluster.
+REPLICATED_TOPIC = ("demo-replicated", {"num_partitions": 3, "replication_factor": 3})
 
 
 def create_topic_and_subscription(bootstrap: str, topic: dict[str, object] = MID_UPGRADE_TOPIC) -> None:
-    """TOPIC laid out as ``topic`` says, and SUBSCRIPTION, through the Admin API (CreateTopics,
+    """TOPIC laid out as ``topic`` says, REPLICATED_TOPIC, and SUBSCRIPTION, through the Admin API (CreateTopics,
     IncrementalAlterConfigs)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="demo-setup")
     try:
-        admin.create_topics({TOPIC: topic}, wait_for_metadata=True)
+        admin.create_topics({TOPIC: topic, REPLICATED_TOPIC[0]: REPLICATED_TOPIC[1]}, wait_for_metadata=True)
         resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, SUBSCRIPTION.name, SUBSCRIPTION.configs())
         # raise_on_unknown would first describe the subscription, which does not exist yet.
         result = admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
