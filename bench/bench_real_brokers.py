@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import os
 import subprocess
 import sys
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 
 # The double and real_kafka are not installed (the wheel ships exporter/ only): import them from the checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -173,14 +174,24 @@ class Scrape:
     channels_read: int  # brokers with kafka_client_exporter_broker_channels_read 1
 
 
+#: What Prometheus sends (OpenMetrics first, gzip): the exporter pre-renders the formats its scrapers ask for, so the
+#: window's reads must not be of a format no Prometheus asks for.
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,"
+    "text/plain;version=0.0.4;q=0.3,*/*;q=0.1",
+    "Accept-Encoding": "gzip",
+}
+
+
 def scrape(base: str) -> Scrape | None:
+    request = urllib.request.Request(f"{base}/metrics", headers=PROMETHEUS_HEADERS)
     try:
-        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
-            text = response.read().decode()
+        with urllib.request.urlopen(request, timeout=5) as response:
+            text = gzip.decompress(response.read()).decode()
     except OSError:
         return None
     timestamp, errors, up, channel_series, channels_read = 0.0, 0.0, {}, 0, 0
-    for family in text_string_to_metric_families(text):
+    for family in openmetrics_families(text):
         for sample in family.samples:
             if sample.name == "kafka_client_exporter_snapshot_timestamp_seconds":
                 timestamp = sample.value

@@ -1,10 +1,14 @@
-"""Render each snapshot once, before it is served, in every format and encoding a scraper may ask for.
+"""Render each snapshot once, before it is served, in every format and encoding its scrapers ask for.
 
-A snapshot never changes, so its exposition (Prometheus text and OpenMetrics, plain and gzip — Prometheus
-always asks for gzip) is rendered when the collection loop publishes it, off the event loop, and scrapes only
-copy bytes: 20 scrapers at once never wait on a render. The exporter's own process metrics (CPU, memory)
-change all the time and are appended per scrape, with the count of failed collection cycles; for gzip as a
-second gzip member, which every gzip reader (Go's included) decodes as one concatenated stream (RFC 1952).
+A snapshot never changes, so its exposition (Prometheus text or OpenMetrics, plain or gzip — Prometheus always asks
+for gzip, and for OpenMetrics by default) is rendered when the collection loop publishes it, off the event loop,
+and scrapes only copy bytes: 20 scrapers at once never wait on a render. Only the formats asked for in the last
+FORMAT_KEPT_SECONDS are rendered that way (OpenMetrics with gzip before the first scrape): rendering is most of the
+exporter's CPU per cycle (bench/bench_real_brokers.py), and rendering every format for every snapshot doubled it. A
+format asked for the first time is rendered for that request, once per snapshot, in a worker thread. The
+exporter's own process metrics (CPU, memory) change all the time and are appended per scrape, with the count of
+failed collection cycles; for gzip as a second gzip member, which every gzip reader (Go's included) decodes as one
+concatenated stream (RFC 1952).
 
 What is served is decided here, per request: the latest snapshot while it is fresh, its stale view
 (exporter/freshness.py) once it is older than the limit. The HTTP layer only asks.
@@ -30,6 +34,9 @@ from exporter.freshness import Freshness, judge_freshness, stale_view
 from exporter.snapshot import Snapshot
 
 OPENMETRICS_EOF = b"# EOF\n"
+FORMAT_KEPT_SECONDS = 600.0
+# (openmetrics, gzip): what Prometheus asks for unless told otherwise.
+PROMETHEUS_DEFAULT = (True, True)
 # Level 1: a 1.5 MB exposition compresses ~10x at a fraction of the CPU of the default level.
 GZIP_LEVEL = 1
 
@@ -42,10 +49,31 @@ def render_snapshot(snapshot: Snapshot | None, openmetrics: bool, network_proces
     return body.removesuffix(OPENMETRICS_EOF)
 
 
+Format = tuple[bool, bool]  # (openmetrics, gzip)
+
+
 @dataclass(frozen=True, slots=True)
 class _Rendered:
-    snapshot: Snapshot | None
-    bodies: dict[tuple[bool, bool], bytes]  # (openmetrics, gzip) -> body
+    """A snapshot and its bodies; a body missing when first asked for is added (several threads may add the same
+    one: the same bytes, so the last write is as good as the first)."""
+
+    snapshot: Snapshot | None  # what is rendered: the published snapshot, or its stale view
+    per_processor: bool
+    bodies: dict[Format, bytes]
+    published: Snapshot | None  # the published snapshot it stands for
+
+    def body(self, wanted: Format) -> bytes:
+        found = self.bodies.get(wanted)
+        if found is not None:
+            return found
+        openmetrics, compressed = wanted
+        plain = self.bodies.get((openmetrics, False))
+        if plain is None:
+            plain = self.bodies[(openmetrics, False)] = render_snapshot(self.snapshot, openmetrics, self.per_processor)
+        if not compressed:
+            return plain
+        packed = self.bodies[wanted] = gzip.compress(plain, GZIP_LEVEL)
+        return packed
 
 
 class _FailedCycles(Collector):
@@ -74,20 +102,26 @@ class Exposition:
         self._per_scrape_registry = CollectorRegistry(auto_describe=False)
         self._per_scrape_registry.register(self._failed_cycles)
         ProcessCollector(registry=self._per_scrape_registry)
+        # When each format was last asked for.
+        self._asked: dict[Format, float] = {}
         self._current = self._render(None)
         self._stale: _Rendered | None = None
 
     def _render(self, snapshot: Snapshot | None) -> _Rendered:
-        bodies = {}
-        for openmetrics in (False, True):
-            plain = render_snapshot(snapshot, openmetrics, self._per_processor)
-            bodies[(openmetrics, False)] = plain
-            bodies[(openmetrics, True)] = gzip.compress(plain, GZIP_LEVEL)
-        return _Rendered(snapshot, bodies)
+        rendered = _Rendered(snapshot, self._per_processor, {}, snapshot)
+        now = self._clock()
+        recent = [wanted for wanted, at in self._asked.items() if now - at <= FORMAT_KEPT_SECONDS]
+        for wanted in recent or [PROMETHEUS_DEFAULT]:
+            rendered.body(wanted)
+        return rendered
 
     def publish(self, snapshot: Snapshot) -> None:
         """Render `snapshot` (CPU-bound: call it from a worker thread), then serve it."""
         self._current = self._render(snapshot)
+
+    def rendered(self, openmetrics: bool, compressed: bool = False) -> bool:
+        """Whether `render` of this format only copies bytes (else it renders: call it from a worker thread)."""
+        return (openmetrics, compressed) in self._served().bodies
 
     def count_failed_cycle(self) -> None:
         self._failed_cycles.count += 1
@@ -112,15 +146,17 @@ class Exposition:
         if current.snapshot is None or not freshness.stale:
             return current
         stale = self._stale
-        if stale is None or stale.snapshot is not current.snapshot:
+        if stale is None or stale.published is not current.snapshot:
             # Keyed by the snapshot it withholds; only the age in the status messages changes between scrapes,
             # and the exposition does not show those.
             rendered = self._render(stale_view(current.snapshot, freshness))
-            stale = self._stale = _Rendered(current.snapshot, rendered.bodies)
+            stale = self._stale = _Rendered(rendered.snapshot, self._per_processor, rendered.bodies, current.snapshot)
         return stale
 
     def render(self, openmetrics: bool, compressed: bool = False) -> bytes:
-        body = self._served().bodies[(openmetrics, compressed)]
+        """The body of one scrape; its format is rendered with each new snapshot from now on."""
+        self._asked[(openmetrics, compressed)] = self._clock()
+        body = self._served().body((openmetrics, compressed))
         per_scrape = (openmetrics_format if openmetrics else text_format).generate_latest(self._per_scrape_registry)
         return body + (gzip.compress(per_scrape, GZIP_LEVEL) if compressed else per_scrape)
 
