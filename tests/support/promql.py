@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -226,3 +227,24 @@ def check_parses(exprs: list[tuple[str, str]], workdir: Path) -> None:
     if run.returncode != 0:
         failing = [where for i, (where, _) in enumerate(exprs) if f'expr_{i}"' in run.stderr + run.stdout]
         raise AssertionError(f"promtool rejects {failing or 'an expression'}:\n{run.stdout}\n{run.stderr}")
+
+
+def promtool_expr_test(
+    workdir: Path, input_series: list[dict[str, str]], expr: str, expected: list[dict[str, Any]]
+) -> subprocess.CompletedProcess[str]:
+    """`promtool test rules` of one PromQL expression over `input_series` (1 m apart), evaluated at 5 m against the
+    `expected` samples; the file is written under `workdir`."""
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": input_series,
+                "promql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": expected}],
+            }
+        ],
+    }
+    path = workdir / "panel.test.yaml"
+    path.write_text(yaml.safe_dump(test, sort_keys=False))
+    return subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=60)

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.support.promql import ROOT, grafana_to_promql, promtool
+from tests.support.promql import ROOT, grafana_to_promql, promtool_expr_test
 
 DASHBOARD = ROOT / "dashboards" / "grafana" / "kafka-client-inventory.json"
 
@@ -79,20 +78,7 @@ CASES = [
 
 
 def run_promtool(tmp_path: Path, title: str, expected: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    test = {
-        "rule_files": [],
-        "evaluation_interval": "1m",
-        "tests": [
-            {
-                "interval": "1m",
-                "input_series": INPUT,
-                "promql_expr_test": [{"expr": panel_expr(title), "eval_time": "5m", "exp_samples": expected}],
-            }
-        ],
-    }
-    path = tmp_path / "panel.test.yaml"
-    path.write_text(yaml.safe_dump(test, sort_keys=False))
-    return subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    return promtool_expr_test(tmp_path, INPUT, panel_expr(title), expected)
 
 
 @pytest.mark.parametrize(("title", "expected"), CASES, ids=[title for title, _ in CASES])
