@@ -12,7 +12,7 @@ from functools import partial
 
 from exporter.snapshot import BrokerFacts, BrokerListeners, SourceResult
 from exporter.sources.base import Poll, Source, SourceError, SourceName
-from exporter.sources.broker_protocol import API_VERSIONS, FactsCache, read_broker_facts, read_broker_listeners
+from exporter.sources.broker_protocol import API_VERSIONS, read_broker_facts, read_broker_listeners
 from exporter.sources.discovery import DiscoverySource
 from exporter.sources.kafka_session import BrokerAddress, KafkaSession
 
@@ -34,8 +34,6 @@ class ApiVersionsSource(Source):
         self._start_version: dict[int, int] = {}
         # Each broker's listener names (None after a failure) and when to ask again.
         self._listeners: dict[int, tuple[float, BrokerListeners | None]] = {}
-        # Each broker's last ApiVersions answer and its facts (rebuilt only when the answer changes).
-        self._facts: dict[int, FactsCache] = {}
 
     def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
         brokers = self._discovery.brokers()
@@ -44,14 +42,11 @@ class ApiVersionsSource(Source):
             del self._start_version[node_id]  # forgotten by discovery; a broker coming back starts afresh
         for node_id in [n for n in self._listeners if n not in polled]:
             del self._listeners[node_id]
-        for node_id in [n for n in self._facts if n not in polled]:
-            del self._facts[node_id]
         return [Poll(str(broker.node_id), partial(self._read, broker)) for broker in brokers]
 
     async def _read(self, broker: BrokerAddress) -> BrokerFacts:
         start_version = self._start_version.get(broker.node_id)
-        cache = self._facts.setdefault(broker.node_id, FactsCache())
-        facts = await self._session.call(read_broker_facts, broker.node_id, broker.host, start_version, cache)
+        facts = await self._session.call(read_broker_facts, broker.node_id, broker.host, start_version)
         own = facts.api(API_VERSIONS)
         if own is not None:
             self._start_version[broker.node_id] = own.max_version

@@ -8,7 +8,6 @@ manager keeps open and build every request at an explicit version chosen from th
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from kafka.net.manager import KafkaConnectionManager
 from kafka.protocol.admin import DescribeConfigsRequest, ListConfigResourcesRequest
@@ -52,27 +51,12 @@ async def _connection(manager: KafkaConnectionManager, node_id: int):  # kafka-p
     return conn
 
 
-@dataclass
-class FactsCache:
-    """One broker's last ApiVersions answer and the facts made of it, kept by the ApiVersions source. A broker
-    answers the same every cycle until it restarts, is upgraded or has a feature finalized: an answer equal to the
-    last one gives the same facts, without building ~90 API ranges and inferring the release again."""
-
-    key: tuple[object, ...] | None = None
-    facts: BrokerFacts | None = None
-
-
 async def read_broker_facts(
-    manager: KafkaConnectionManager,
-    node_id: int,
-    host: str,
-    start_version: int | None,
-    cache: FactsCache | None = None,
+    manager: KafkaConnectionManager, node_id: int, host: str, start_version: int | None
 ) -> BrokerFacts:
     """ApiVersions at the highest version both sides support, with KIP-511's fallback: on
     UNSUPPORTED_VERSION retry at the maximum the broker advertises for key 18 (v0 when it names none, as
-    brokers before 2.4 do), and once answered below the broker's own maximum, ask again at that maximum.
-    With ``cache``, an answer equal to the cached one (every field the facts are made of) returns its facts."""
+    brokers before 2.4 do), and once answered below the broker's own maximum, ask again at that maximum."""
     conn = await _connection(manager, node_id)
     ours = ApiVersionsRequest.max_version
     # None: a broker not asked before, so start at our own maximum.
@@ -98,38 +82,24 @@ async def read_broker_facts(
             version = min(own.max_version, ours)
             continue
         break
-    epoch = getattr(response, "finalized_features_epoch", None)
-    supported = tuple(
-        (f.name, f.min_version, f.max_version) for f in getattr(response, "supported_features", None) or ()
-    )
-    finalized = tuple(
-        (f.name, f.min_version_level, f.max_version_level) for f in getattr(response, "finalized_features", None) or ()
-    )
-    key = (
-        host,
-        version,
-        tuple(tried),
-        tuple((k.api_key, k.min_version, k.max_version) for k in response.api_keys),
-        supported,
-        finalized,
-        epoch,
-    )
-    if cache is not None and cache.key == key and cache.facts is not None:
-        return cache.facts
     advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    facts = BrokerFacts(
+    epoch = getattr(response, "finalized_features_epoch", None)
+    return BrokerFacts(
         host=host,
         request_version=version,
         versions_tried=tuple(tried),
         apis=tuple(ApiRange(key, api_name(key), low, high) for key, (low, high) in sorted(advertised.items())),
-        supported_features=tuple(FeatureRange(*f) for f in sorted(supported, key=lambda f: f[0])),
-        finalized_features=tuple(FeatureRange(*f) for f in sorted(finalized, key=lambda f: f[0])),
+        supported_features=tuple(
+            FeatureRange(f.name, f.min_version, f.max_version)
+            for f in sorted(getattr(response, "supported_features", None) or (), key=lambda f: f.name)
+        ),
+        finalized_features=tuple(
+            FeatureRange(f.name, f.min_version_level, f.max_version_level)
+            for f in sorted(getattr(response, "finalized_features", None) or (), key=lambda f: f.name)
+        ),
         finalized_features_epoch=epoch if isinstance(epoch, int) else -1,
         inferred_release=infer_release(advertised),
     )
-    if cache is not None:
-        cache.key, cache.facts = key, facts
-    return facts
 
 
 def key74_support(facts: BrokerFacts) -> tuple[bool, bool]:
