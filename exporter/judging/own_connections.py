@@ -53,7 +53,7 @@ class _Landing:
 class ClusterAccount:
     by_broker: tuple[BrokerListenerOwn, ...]
     by_listener: tuple[ListenerOwn, ...]
-    channels_read: Mapping[str, bool]  # per broker known this cycle: whether its own channels could be matched
+    channels_read: Mapping[str, bool]  # per broker polled for gauges: whether its own channels could be matched
 
     def clients_certain(self) -> dict[tuple[str, str, str, str], int]:
         """(broker, listener, name, version) -> the connections that are clients' for certain, where that is not
@@ -261,9 +261,9 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
                     unread if in_doubt else (),
                 )
             )
-    return ClusterAccount(
-        tuple(by_broker), tuple(by_listener), {broker: holder.read for broker, holder in holders.items()}
-    )
+    # Only brokers whose gauges are polled: a cluster polled over the Kafka protocol alone has none to judge.
+    channels_read = {broker: holder.read for broker, holder in holders.items() if broker in readings}
+    return ClusterAccount(tuple(by_broker), tuple(by_listener), channels_read)
 
 
 def account(clusters: Iterable[str], results: Iterable[SourceResult]) -> Mapping[str, ClusterAccount]:
