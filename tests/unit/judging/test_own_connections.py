@@ -192,3 +192,31 @@ def test_per_processor_the_certain_connections_are_listed_against_the_lowest_num
     polled = results({"1": reading, "2": fetcher}, "4.4.0")
     rows = ClientJudge(load_policy(None), 100).judge(polled, account([CLUSTER], polled))
     assert {(r.network_processor, r.violating) for r in rows} == {("2", 1), ("10", 1)}
+
+
+def test_a_dedicated_replication_listener_takes_the_fetchers_and_the_client_listener_keeps_its_unnamed_client() -> None:
+    # Brokers replicate on REPLICATION (inter.broker.listener.name), clients use PLAINTEXT: the fetchers are matched
+    # on REPLICATION only, so an unnamed client on PLAINTEXT is not taken for one of them.
+    def dedicated(release: str) -> BrokerFacts:
+        return BrokerFacts(
+            "127.0.0.1", 4, (4,), (), (), (), 0, release, listeners=BrokerListeners("REPLICATION", "CONTROLLER", 1)
+        )
+
+    brokers = {
+        "1": jmx("4.4.0", [("REPLICATION", *UNKNOWN, 1), ("PLAINTEXT", *UNKNOWN, 1)], [("replica-fetcher", "2", 1)]),
+        "2": jmx("4.4.0", [("REPLICATION", *UNKNOWN, 1)], [("replica-fetcher", "1", 1)]),
+    }
+    polled = [
+        result
+        for broker, gauges in brokers.items()
+        for result in (
+            SourceResult(SourceKey(CLUSTER, broker, "jmx"), True, 0.1, 0.0, reading=gauges),
+            SourceResult(SourceKey(CLUSTER, broker, "api_versions"), True, 0.1, 0.0, reading=dedicated("4.4.0")),
+        )
+    ]
+    rows = ClientJudge(load_policy(None), 100).judge(polled, account([CLUSTER], polled))
+    assert {(r.broker, r.listener): r.violating for r in rows} == {
+        ("1", "REPLICATION"): 0,
+        ("1", "PLAINTEXT"): 1,
+        ("2", "REPLICATION"): 0,
+    }
