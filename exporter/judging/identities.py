@@ -2,14 +2,16 @@
 
 Only pairs connected now are joined (no identity outlives its connections). Per cluster, the most active
 identities become series, at most ``inventory.max_identity_series``; the others are counted, and stay on the status
-page and in /api/clients.
+page and in /api/clients. The brokers' own channels are in the request logs too (replica fetchers as `unknown`):
+they are brokers, not clients running that software, so they are left out (README: "The brokers' own connections").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from exporter.snapshot import InventoryReading, JudgedClient, LivePairIdentities, SourceResult
+from exporter.kafka_releases.broker_channels import is_broker_channel_client_id
+from exporter.snapshot import ClientIdentity, InventoryReading, JudgedClient, LivePairIdentities, SourceResult
 from exporter.sources.base import SourceName
 
 
@@ -22,6 +24,10 @@ def _inventories(results: Iterable[SourceResult]) -> dict[str, InventoryReading]
             if reading is not None:
                 found[result.key.cluster] = reading
     return found
+
+
+def _clients(identities: tuple[ClientIdentity, ...]) -> tuple[ClientIdentity, ...]:
+    return tuple(identity for identity in identities if not is_broker_channel_client_id(identity.client_id))
 
 
 def join_identities(
@@ -39,7 +45,7 @@ def join_identities(
     dropped: dict[str, int] = {}
     for cluster, inventory in sorted(inventories.items()):
         keys = sorted((k for k in live if k[0] == cluster), key=lambda k: (-live[k], k))
-        found = [inventory.identities.get((name, real), ()) for _, name, _, real in keys]
+        found = [_clients(inventory.identities.get((name, real), ())) for _, name, _, real in keys]
         # The most active identities of the cluster become series; sorting is stable and each pair's identities
         # come most active first, so each pair's exported ones are a prefix of its list.
         ranked = sorted(
@@ -60,7 +66,8 @@ def join_identities(
                     real_software_version=real,
                     connections=live[(cluster, name, version, real)],
                     identities=identities,
-                    identities_total=inventory.identity_counts.get((name, real), 0),
+                    identities_total=inventory.identity_counts.get((name, real), 0)
+                    - (len(inventory.identities.get((name, real), ())) - len(identities)),
                     exported=count,
                 )
             )

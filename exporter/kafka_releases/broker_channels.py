@@ -8,6 +8,7 @@ one that never does is counted as `unknown`, like a client too old to name itsel
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -35,6 +36,10 @@ class BrokerChannel:
     destination_tag: str | None = None
     #: The first release whose channel sends ApiVersions (so names itself); None: no release does.
     names_itself_from: str | None = "0.0.0"
+    #: The clientId its requests carry, a regular expression (see
+    #: docs/kafka-facts/brokers-own-connections.md#client-ids-in-the-request-log); None where it could be a client's
+    #: too (the controller channels send the bare node id).
+    client_id: str | None = None
 
     def appears_as(self, holder_version: str) -> tuple[str, str]:
         """The (software name, version) the destination's gauges count this channel's connections under."""
@@ -49,15 +54,31 @@ class BrokerChannel:
 
 CHANNELS: tuple[BrokerChannel, ...] = (
     BrokerChannel(
-        "replica-fetcher", "replica fetchers", Towards.INTER_BROKER, destination_tag="broker-id", names_itself_from=None
+        "replica-fetcher",
+        "replica fetchers",
+        Towards.INTER_BROKER,
+        destination_tag="broker-id",
+        names_itself_from=None,
+        client_id=r"broker-\d+-fetcher-\d+",
     ),
     # KAFKA-20322 (commit a0203dc0fc): the marker channel sends ApiVersions from 4.2.1 and 4.3.0 on, not in 4.2.0.
-    BrokerChannel("txn-marker-channel", "transaction markers", Towards.INTER_BROKER, names_itself_from="4.2.1"),
-    BrokerChannel("AddPartitionsManager-channel", "AddPartitionsToTxn verification", Towards.INTER_BROKER),
+    BrokerChannel(
+        "txn-marker-channel",
+        "transaction markers",
+        Towards.INTER_BROKER,
+        names_itself_from="4.2.1",
+        client_id=r"broker-\d+-txn-marker-sender",
+    ),
+    BrokerChannel(
+        "AddPartitionsManager-channel",
+        "AddPartitionsToTxn verification",
+        Towards.INTER_BROKER,
+        client_id=r"AddPartitionsManager-client-\d+",
+    ),
     BrokerChannel("Persister-channel", "share-group state persister", Towards.INTER_BROKER),
     BrokerChannel("NetworkPartitionMetadataClient-channel", "share-group partition offsets", Towards.INTER_BROKER),
     BrokerChannel("ShareGroupDLQManager-channel", "share-group dead-letter queue", Towards.INTER_BROKER),
-    BrokerChannel("raft-channel", "KRaft quorum", Towards.CONTROLLER),
+    BrokerChannel("raft-channel", "KRaft quorum", Towards.CONTROLLER, client_id=r"raft-client-\d+"),
     BrokerChannel("forwarding", "request forwarding to the controller", Towards.CONTROLLER),
     BrokerChannel("heartbeat", "broker heartbeats and registration", Towards.CONTROLLER),
     BrokerChannel("registration", "controller registration (KIP-919)", Towards.CONTROLLER),
@@ -65,3 +86,11 @@ CHANNELS: tuple[BrokerChannel, ...] = (
     BrokerChannel("directory-assignments", "log directory assignments", Towards.CONTROLLER),
 )
 BY_NAME: dict[str, BrokerChannel] = {channel.name: channel for channel in CHANNELS}
+
+_OWN_CLIENT_IDS = re.compile("|".join(f"(?:{c.client_id})" for c in CHANNELS if c.client_id is not None))
+
+
+def is_broker_channel_client_id(client_id: str | None) -> bool:
+    """Whether a request log's clientId is one of the brokers' own channels' (checked on 3.9.2 and 4.4.0 brokers'
+    request logs): such an identity is a broker, not a client running that software."""
+    return client_id is not None and _OWN_CLIENT_IDS.fullmatch(client_id) is not None

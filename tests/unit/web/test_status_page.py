@@ -336,6 +336,9 @@ def test_a_blocker_is_run_by_those_the_inventory_saw_send_it_not_everyone_on_its
     )
     [row] = tables_of(page)["blockers-prod"]
     assert row["run-by"] == "legacy-0.10.2 on 10.0.0.1, legacy-0.10.1 on 10.0.0.1"
-    # The version's own line still lists everyone the inventory has behind it, the fetchers first.
+    # The version's own line lists the clients the inventory has behind it: the fetchers are the brokers' own
+    # channels (their clientId says so), not clients running `unknown`, and no identity series names them either.
     who = [r["client-id"] for r in tables_of(page)["who-prod-unknown-unknown"]]
-    assert who == ["broker-3-fetcher-0", "broker-2-fetcher-0", "legacy-0.10.2", "legacy-0.10.1"]
+    assert who == ["legacy-0.10.2", "legacy-0.10.1"]
+    [pair] = identities
+    assert (pair.identities_total, pair.exported) == (2, 2)
