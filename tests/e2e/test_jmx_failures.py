@@ -50,7 +50,10 @@ def test_loop_survives_repeated_event_loops_under_contention() -> None:
     brokers = [{"id": i, "jmx_url": url(free_port())} for i in range(4)]
     settings = Settings(clusters=[{"name": "c", "brokers": brokers}], collection={"max_concurrency": 1})
     loop = CollectionLoop(settings)
-    for _ in range(2):
-        snapshot = asyncio.run(asyncio.wait_for(loop.run_cycle(), 60))
-        assert [r.error_reason for r in snapshot.results] == ["connection"] * 4
+    try:
+        for _ in range(2):
+            snapshot = asyncio.run(asyncio.wait_for(loop.run_cycle(), 60))
+            assert [r.error_reason for r in snapshot.results] == ["connection"] * 4
+    finally:
+        loop.close()  # its bridge JVM, which a later module on this worker would otherwise find among its children
     assert snapshot.errors_total[(snapshot.results[0].key, "connection")] == 2

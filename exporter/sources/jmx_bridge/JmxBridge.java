@@ -221,11 +221,14 @@ public final class JmxBridge {
             }
             if (broker.connector != null) {
                 try {
-                    reply.items(query(broker, queries));
+                    List<String> items = query(broker, queries);
+                    handedOver = release(broker);
+                    reply.items(items);
                     return;
                 } catch (Failure failure) {
                     broker.close();
                     if ("authentication".equals(failure.kind) || reply.answered.get()) {
+                        handedOver = release(broker);
                         reply.error(failure);
                         return;
                     }
@@ -237,12 +240,23 @@ public final class JmxBridge {
             connectThenRead(broker, queries, reply);
             handedOver = true;
         } catch (Failure failure) {
+            handedOver = release(broker);
             reply.error(failure);
         } finally {
             if (!handedOver) {
                 broker.busy.release();
             }
         }
+    }
+
+    /**
+     * Lets go of the broker before its read is answered: the exporter may send the broker's next request as soon as
+     * it has the answer (a next cycle at once), and it must find the broker free, not "the previous read of this
+     * broker has not finished". Returns true, for the caller's handed-over flag: the broker is released.
+     */
+    private static boolean release(Broker broker) {
+        broker.busy.release();
+        return true;
     }
 
     /** The broker's entry, held; null when its previous read still holds it. */
@@ -277,9 +291,11 @@ public final class JmxBridge {
                     broker.connector = new JMXConnector(url, username, password);
                     log("connected to " + url);
                 } catch (SecurityException error) {
+                    handedOver = release(broker);
                     reply.error("authentication", "JMX authentication failed at " + url + ": " + describe(error));
                     return;
                 } catch (Exception error) {
+                    handedOver = release(broker);
                     if (Tls.failed(error)) {
                         reply.error("tls", "TLS handshake with JMX at " + url + " failed: " + describe(error));
                         return;
@@ -297,13 +313,20 @@ public final class JmxBridge {
                     return;
                 }
                 pool.execute(() -> {
+                    List<String> items = null;
+                    Failure failed = null;
                     try {
-                        reply.items(query(broker, queries));
+                        items = query(broker, queries);
                     } catch (Failure failure) {
                         broker.close();
-                        reply.error(failure);
+                        failed = failure;
                     } finally {
-                        broker.busy.release();
+                        broker.busy.release(); // before the answer: see release()
+                    }
+                    if (failed != null) {
+                        reply.error(failed);
+                    } else {
+                        reply.items(items);
                     }
                 });
                 handedOver = true;
