@@ -34,10 +34,10 @@ from exporter.snapshot import (
     ListenerOwn,
     SourceResult,
 )
+from exporter.sources.base import GAUGE_SOURCES
 
 # (listener, software name, software version)
 Landing = tuple[str, str, str]
-_JMX_SOURCES = ("jmx", "prometheus")
 
 
 @dataclass
@@ -181,7 +181,7 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
     for result in results:
         if result.key.cluster != cluster:
             continue
-        if result.key.source in _JMX_SOURCES:
+        if result.key.source in GAUGE_SOURCES:
             readings[result.key.broker] = result.reading_of(JmxReading)
         elif (broker_facts := result.reading_of(BrokerFacts)) is not None:
             facts[result.key.broker] = broker_facts

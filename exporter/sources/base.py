@@ -42,6 +42,10 @@ class SourceName(StrEnum):
     INVENTORY = "inventory"  # the inventory job's latest publication: who runs each client version
 
 
+# The sources that read a broker's client gauges (and its own channels): one of them per broker.
+GAUGE_SOURCES = frozenset({SourceName.JMX, SourceName.PROMETHEUS})
+
+
 class SourceError(Exception):
     """A failed poll, already phrased for the operator; `reason` goes into the errors counter."""
 

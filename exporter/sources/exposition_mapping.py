@@ -237,7 +237,7 @@ def parse_exposition(text: str, mapping: ExpositionMapping) -> JmxReading:
     connections = mapping.connections
     clients: list[ClientConnections] = []
     deprecated: list[DeprecatedRequests] = []
-    channels: dict[tuple[str, str | None], int] = {}
+    channels: list[ChannelConnections] = []
     channels_seen = False
     release: str | None = None
     wanted = _wanted_lines(text, mapping.sample_names)
@@ -266,22 +266,21 @@ def parse_exposition(text: str, mapping: ExpositionMapping) -> JmxReading:
                     deprecated.append(request)
             elif mapping.channels is not None and (series := mapping.channels.samples.get(sample.name)):
                 channels_seen = True
-                key = _channel_key(series, sample.labels)
-                if key is not None:  # one series per fetcher thread: summed per leader
-                    channels[key] = channels.get(key, 0) + count
+                channel = _channel(series, sample.labels, count)
+                if channel is not None:
+                    channels.append(channel)
             elif mapping.channels is not None and sample.name in mapping.channels.release_samples:
                 release = release or sample.labels.get(mapping.channels.release_label) or None
-    own = tuple(ChannelConnections(c, to, n) for (c, to), n in sorted(channels.items(), key=str) if n > 0)
     # Read only with evidence that the rules export the channels (every KRaft node has the raft channel; a reporter
     # allowlist may leave them out), and only with the release unless nothing is held: without it, where the
     # channels land cannot be told (exporter/judging/own_connections.py, _Holder.read).
-    read = channels_seen and (release is not None or not own)
-    return gauge_reading(clients, deprecated, own if read else (), channels_read=read, release=release)
+    read = channels_seen and (release is not None or not any(channel.connections for channel in channels))
+    return gauge_reading(clients, deprecated, channels if read else (), channels_read=read, release=release)
 
 
-def _channel_key(series: ChannelSeries, labels: Mapping[str, str]) -> tuple[str, str | None] | None:
-    """(channel, destination) of a channel sample; None when the label naming the destination is missing."""
+def _channel(series: ChannelSeries, labels: Mapping[str, str], count: int) -> ChannelConnections | None:
+    """A channel sample's connections; None when the label naming the destination is missing."""
     if not series.destination_labels:
-        return series.channel.name, None
+        return ChannelConnections(series.channel.name, None, count)
     destination = next((labels[label] for label in series.destination_labels if label in labels), None)
-    return None if destination is None else (series.channel.name, destination)
+    return None if destination is None else ChannelConnections(series.channel.name, destination, count)

@@ -20,8 +20,13 @@ def gauge_reading(
 ) -> JmxReading:
     """The reading of one broker's client gauges (zero-valued ones included: judging drops them, the suites
     count them), deprecated-request counts and, when the source could read them (`channels_read`), the broker's
-    own channels and its exact release."""
+    own channels and its exact release. `channels` come one per MBean or series, so a leader's replica fetcher
+    threads apart: they are summed per channel and destination, and those holding no connection left out."""
     clients = tuple(clients)
+    held: dict[tuple[str, str | None], int] = defaultdict(int)
+    for channel in channels:
+        held[(channel.channel, channel.destination_broker)] += channel.connections
+    own = tuple(ChannelConnections(c, to, n) for (c, to), n in sorted(held.items(), key=str) if n > 0)
     suite_keys: dict[tuple[str, str], list[int]] = defaultdict(list)
     for client in clients:
         suite_keys[(client.listener, client.network_processor)].append(client.connections)
@@ -33,7 +38,7 @@ def gauge_reading(
         clients=clients,
         deprecated_requests=tuple(deprecated),
         suites=suites,
-        channels=tuple(channels),
+        channels=own,
         channels_read=channels_read,
         release=release,
     )

@@ -164,8 +164,8 @@ def _count(value: object) -> int | None:
     return round(value)
 
 
-def _channel(name: ObjectName) -> ChannelConnections | None:
-    """The channel an item's MBean is the selector metrics of, when it is one we know (count filled in later)."""
+def _channel(name: ObjectName, count: int) -> ChannelConnections | None:
+    """The channel an item's MBean is the selector metrics of, when it is one we know."""
     props = name.properties
     kind = props.get("type", "").removesuffix("-metrics")
     channel = CHANNELS.get(kind)
@@ -174,14 +174,14 @@ def _channel(name: ObjectName) -> ChannelConnections | None:
     destination = props.get(channel.destination_tag) if channel.destination_tag else None
     if channel.destination_tag is not None and destination is None:
         return None
-    return ChannelConnections(channel.name, destination, 0)
+    return ChannelConnections(channel.name, destination, count)
 
 
 def parse_reading(items: Iterable[dict]) -> JmxReading:
     """Turn the jar's JSON items into a reading; items of other MBean shapes are ignored."""
     clients: list[ClientConnections] = []
     deprecated: list[DeprecatedRequests] = []
-    channels: dict[tuple[str, str | None], int] = {}
+    channels: list[ChannelConnections] = []
     release: str | None = None
     for item in items:
         try:
@@ -198,10 +198,9 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
             continue
         props = name.properties
         if attribute == "connection-count":
-            channel = _channel(name)
+            channel = _channel(name, count)
             if channel is not None:
-                key = (channel.channel, channel.destination_broker)
-                channels[key] = channels.get(key, 0) + count  # one per fetcher thread: summed per leader
+                channels.append(channel)
             continue
         if (
             name.domain == "kafka.server"
@@ -233,9 +232,7 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
                     count=count,
                 )
             )
-    # Channels without a connection now are left out, as zero-valued client gauges are.
-    own = tuple(ChannelConnections(c, to, n) for (c, to), n in sorted(channels.items(), key=str) if n > 0)
-    return gauge_reading(clients, deprecated, own, channels_read=True, release=release)
+    return gauge_reading(clients, deprecated, channels, channels_read=True, release=release)
 
 
 async def read_broker(target: JmxTarget, java: JavaRuntime, deadline_seconds: float) -> JmxReading:

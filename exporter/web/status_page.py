@@ -30,7 +30,7 @@ from exporter.snapshot import (
     Snapshot,
     SourceResult,
 )
-from exporter.sources.base import SourceName
+from exporter.sources.base import GAUGE_SOURCES, SourceName
 from exporter.templating import template_environment
 
 # After the metrics, which are at --web.telemetry-path.
@@ -427,7 +427,7 @@ def _unread_why(snapshot: Snapshot, cluster: str, broker: str) -> str:
     """Why a broker's own channels could not be matched, as far as its poll says (own_connections._Holder.read)."""
     for result in snapshot.results:
         key = result.key
-        if key.cluster != cluster or key.broker != broker or key.source not in ("jmx", "prometheus"):
+        if key.cluster != cluster or key.broker != broker or key.source not in GAUGE_SOURCES:
             continue
         if not result.ok:
             return f"{key.source} down: {result.error_reason or 'error'}"

@@ -148,3 +148,31 @@ def test_gzip_body_is_one_stream_with_process_metrics() -> None:
     plain = gzip.decompress(exposition.render(openmetrics=False, compressed=True))
     assert plain.startswith(b"# HELP kafka_client_exporter_build_info")
     assert b"kafka_client_connections{" in plain and b"process_cpu_seconds_total" in plain
+
+
+def test_the_brokers_own_channels_and_release_as_a_real_4_4_broker_answers_them() -> None:
+    # The items a 4.4.0 broker with num.replica.fetchers=2 gives for the channel queries: two fetcher threads towards
+    # leader 1 (one connection each), one towards 3, markers to three brokers, channels holding nothing now, the
+    # network processors' own connection-count (not a channel) and a *-channel-metrics type no release has.
+    def count(mbean: str, value: float) -> dict:
+        return {"mBeanName": f"kafka.server:{mbean}", "attribute": "connection-count", "value": value}
+
+    items = [
+        count("type=replica-fetcher-metrics,broker-id=1,fetcher-id=0", 1.0),
+        count("type=replica-fetcher-metrics,broker-id=1,fetcher-id=1", 1.0),
+        count("type=replica-fetcher-metrics,broker-id=3,fetcher-id=0", 1.0),
+        count("type=txn-marker-channel-metrics", 3.0),
+        count("type=Persister-channel-metrics", 0.0),
+        count("type=heartbeat-metrics,BrokerId=2", 1.0),
+        count("type=socket-server-metrics,listener=PLAINTEXT,networkProcessor=0", 5.0),
+        count("type=Future-channel-metrics", 2.0),
+        {"mBeanName": "kafka.server:type=app-info,id=2", "attribute": "Version", "value": "4.4.0"},
+    ]
+    reading = parse_reading(items)
+    assert (reading.channels_read, reading.release) == (True, "4.4.0")
+    assert {(c.channel, c.destination_broker): c.connections for c in reading.channels} == {
+        ("heartbeat", None): 1,
+        ("replica-fetcher", "1"): 2,
+        ("replica-fetcher", "3"): 1,
+        ("txn-marker-channel", None): 3,
+    }
