@@ -469,7 +469,16 @@ def _incremental_sources(
             )
     for duplicate, chosen in plan.duplicates:
         log.info("%s: same content as %s, read once", duplicate.path, chosen.path)
-    written = segments.write_segment(spark, options.output, run_id, plan.to_read)
+    try:
+        written = segments.write_segment(spark, options.output, run_id, plan.to_read)
+    except segments.LinesNotAttributed as lost:
+        # log4j renames the active file and opens an empty one under its name: read in that instant, the path
+        # gave no line. That is a rotation like any other, not lines lost.
+        moved = moved_since_listed(spark, [item.file for item in plan.to_read if item.file.path in lost.paths])
+        segments.remove_segment(options.output, run_id)
+        if not moved:
+            raise
+        raise FilesMoved(moved) from lost
     moved = moved_since_listed(spark, [item.file for item in written.done])
     if moved:
         segments.remove_segment(options.output, run_id)

@@ -33,6 +33,15 @@ MAX_SEGMENTS = 32
 _PATHS_SCHEMA = T.StructType([T.StructField("file", T.StringType()), T.StructField("contribution", T.StringType())])
 
 
+class LinesNotAttributed(RuntimeError):
+    """Planned files that gave no line: each had content when listed, so either the path held another (empty)
+    file by the time Spark read it, which log4j's rolling does, or the lines were not matched to their file."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(paths)
+        super().__init__(f"lines of {', '.join(paths)} were read but not attributed to the file; nothing was kept")
+
+
 @dataclass
 class SegmentWrite:
     #: One per file read, with its line count and log time range.
@@ -127,7 +136,7 @@ def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequenc
     # not attributed to its file, and recording it as read would lose its lines for good.
     lost = [c.path for c in planned if c.id not in found]
     if lost:
-        raise RuntimeError(f"lines of {', '.join(lost)} were read but not attributed to the file; nothing was kept")
+        raise LinesNotAttributed(lost)
     return [replace(c, lines=found[c.id][0], first_ts=found[c.id][1], last_ts=found[c.id][2]) for c in planned]
 
 

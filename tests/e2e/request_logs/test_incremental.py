@@ -263,6 +263,37 @@ def test_a_rotation_between_listing_and_reading_is_read_again_and_every_line_cou
     assert csvs(runs.output) == runs.full(logs)
 
 
+def test_a_rotation_that_leaves_the_active_path_empty_is_read_again(spark, tmp_path: Path, monkeypatch) -> None:
+    """log4j opens the new kafka-request.log empty: a run that reads the path in that instant gets no line from a
+    file listed with content. The real brokers' rolling-upgrade story met it ('lines of .../kafka-request.log were
+    read but not attributed to the file'), and the run failed."""
+    from exporter.request_logs import job
+
+    broker = tmp_path / "logs" / "broker-2"
+    broker.mkdir(parents=True)
+    lines = sample_lines("broker-2")
+    active = broker / "kafka-request.log"
+    active.write_text("".join(lines), encoding="utf-8")
+    listed = job.list_input_files
+    rolled: list[bool] = []
+
+    def log4j_rolls_right_after_the_first_listing(*args):
+        files = listed(*args)
+        if not rolled:
+            active.rename(broker / "kafka-request.log.1")
+            active.write_bytes(b"")
+            rolled.append(True)
+        return files
+
+    monkeypatch.setattr(job, "list_input_files", log4j_rolls_right_after_the_first_listing)
+    runs = Runs(spark, tmp_path)
+    first = runs.incremental(tmp_path / "logs")
+    assert rolled == [True]
+    assert (first.files["read_new"], first.files["skipped_empty"], first.lines) == (1, 1, len(lines))
+    monkeypatch.undo()
+    assert csvs(runs.output) == runs.full(tmp_path / "logs")
+
+
 def test_a_second_run_on_the_same_output_refuses_naming_the_first(tmp_path: Path) -> None:
     output = tmp_path / "inventory"
     with publication.output_lock(str(output)):
