@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from exporter.request_logs.log_kinds import LogKind
 from real_kafka.config import BrokerTls, NodePorts, NodeRoles, server_properties
 from real_kafka.distribution import Distribution, distribution, jmx_exporter_agent
 from real_kafka.jmx import JmxAuth, JmxTls, jmx_options, jmx_url
@@ -62,6 +63,8 @@ class NodeOptions:
     jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS
     request_log_max_bytes: int = 10 * 1024 * 1024
     request_log_backups: int = 5
+    #: Which request log the node writes (broker-config/ ships the ApiVersions + INFO one).
+    request_log: LogKind = LogKind.FULL_DEBUG
     extra_properties: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -329,6 +332,7 @@ class KafkaNode:
             log4j2=self._distribution.log4j2,
             request_log_max_bytes=self.options.request_log_max_bytes,
             request_log_backups=self.options.request_log_backups,
+            request_log=self.options.request_log,
         )
 
     def _jmx_options(self) -> list[str]:

@@ -1,0 +1,129 @@
+"""What kind of request log a broker writes, told from its lines, and what each kind cannot tell.
+
+A broker's ``kafka.request.logger`` writes one of three logs (broker-config/ ships the middle one):
+
+* **full DEBUG**: a line per request, DEBUG, or INFO for a request in a deprecated API version;
+* **ApiVersions + INFO**: the appender's filters keep each connection's ApiVersions request (DEBUG, API key 18) and
+  every INFO line;
+* **INFO only**: the logger at INFO writes only the deprecated-version requests (3.9.1 and later).
+
+The kind is read from the lines' levels and API keys: a DEBUG line of another API than ApiVersions means full
+DEBUG; DEBUG lines that are all ApiVersions mean the filtered log; INFO lines alone, INFO only. A filtered log over a
+time when no connection opened holds only INFO lines and reads as INFO only, which is what it could tell then.
+
+Kept free of Spark: the job classifies per-file counts it aggregated, the exporter reads the published result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class LogKind(StrEnum):
+    FULL_DEBUG = "full_debug"
+    API_VERSIONS_AND_INFO = "api_versions_and_info"
+    INFO_ONLY = "info_only"
+    #: Lines were read but none tells the logger's level (no usable request line), or an older job version read
+    #: them and kept no levels.
+    UNKNOWN = "unknown"
+
+
+TITLES: Mapping[LogKind, str] = {
+    LogKind.FULL_DEBUG: "full DEBUG",
+    LogKind.API_VERSIONS_AND_INFO: "ApiVersions + INFO",
+    LogKind.INFO_ONLY: "INFO only",
+    LogKind.UNKNOWN: "unknown",
+}
+
+#: What the inventory's tables cannot say when read from such a log.
+CANNOT_TELL: Mapping[LogKind, tuple[str, ...]] = {
+    LogKind.FULL_DEBUG: (),
+    LogKind.API_VERSIONS_AND_INFO: (
+        "request counts per API and version: requests counts only the ApiVersions and deprecated-version lines",
+        "which APIs a client uses in current versions (api_usage lists ApiVersions and deprecated versions only)",
+        "consumer groups' protocols (JoinGroup and SyncGroup are not kept)",
+        "clients whose connections opened before the filtered log began, until they reconnect",
+    ),
+    LogKind.INFO_ONLY: (
+        "who runs each client software version: only clients sending a deprecated API version are named",
+        "clients that only use current API versions: they are not in the tables at all",
+        "request counts per API, except deprecated versions",
+        "client software names and versions (ApiVersions is not logged): senders appear as unknown",
+    ),
+    LogKind.UNKNOWN: ("what the log holds: no request line told the logger's level",),
+}
+
+
+@dataclass(frozen=True)
+class LineLevels:
+    """A log's usable request lines by what they tell of its kind."""
+
+    api_versions_debug: int = 0
+    other_debug: int = 0
+    info: int = 0
+
+    def __add__(self, other: LineLevels) -> LineLevels:
+        return LineLevels(
+            self.api_versions_debug + other.api_versions_debug,
+            self.other_debug + other.other_debug,
+            self.info + other.info,
+        )
+
+    @property
+    def kind(self) -> LogKind:
+        if self.other_debug:
+            return LogKind.FULL_DEBUG
+        if self.api_versions_debug:
+            return LogKind.API_VERSIONS_AND_INFO
+        if self.info:
+            return LogKind.INFO_ONLY
+        return LogKind.UNKNOWN
+
+
+@dataclass(frozen=True)
+class DirectoryKind:
+    """The request log files of one directory (one broker's log directory) and their kind."""
+
+    directory: str
+    files: int
+    levels: LineLevels
+    #: Files an older job version read without keeping levels: their kind is unknown.
+    files_without_levels: int = 0
+
+    @property
+    def kind(self) -> LogKind:
+        return self.levels.kind
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "directory": self.directory,
+            "kind": self.kind.value,
+            "title": TITLES[self.kind],
+            "files": self.files,
+            "files_without_levels": self.files_without_levels,
+            "lines": {
+                "api_versions_debug": self.levels.api_versions_debug,
+                "other_debug": self.levels.other_debug,
+                "info": self.levels.info,
+            },
+            "cannot_tell": list(CANNOT_TELL[self.kind]),
+        }
+
+
+def directory_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def by_directory(files: Iterable[tuple[str, LineLevels | None]]) -> list[DirectoryKind]:
+    """Per directory of the given request log files (path, its line levels or None when not recorded)."""
+    totals: dict[str, tuple[int, LineLevels, int]] = {}
+    for path, levels in files:
+        count, summed, without = totals.get(directory_of(path), (0, LineLevels(), 0))
+        totals[directory_of(path)] = (
+            count + 1,
+            summed + (levels or LineLevels()),
+            without + (levels is None),
+        )
+    return [DirectoryKind(d, count, summed, without) for d, (count, summed, without) in sorted(totals.items())]
