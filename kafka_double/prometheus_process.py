@@ -1,10 +1,10 @@
-"""A real Prometheus (the set-up's Debian package) scraping the exporter with the shipped alert rules, on loopback:
-for the demo and the tests that check alerts and dashboards against live data."""
+"""A real Prometheus (3.x, built by the set-up: scripts/setup.d/20-prometheus.sh) scraping the exporter with the
+shipped alert rules, on loopback, optionally sending its alerts to an Alertmanager: for the demo and the tests that
+check alerts and dashboards against live data."""
 
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -13,32 +13,55 @@ from pathlib import Path
 
 import yaml
 
+from kafka_double.exporter_process import REPO_ROOT
 from kafka_double.mbean_host import free_port
 
 #: The job the shipped rules and dashboards select (job="kafka-client-exporter").
 JOB = "kafka-client-exporter"
+#: Built by the set-up from the Go module proxy. Debian's prometheus package (2.x) may be on PATH too: it is never
+#: picked up by accident, only named where the 2.x line is what a test means (tests/deployment/alerts).
+PROMETHEUS = REPO_ROOT / ".tools" / "prometheus" / "prometheus"
+PROMTOOL = REPO_ROOT / ".tools" / "prometheus" / "promtool"
+#: Debian's promtool of the 2.x line (scripts/setup.sh installs the prometheus package for it).
+PROMTOOL_2 = Path("/usr/bin/promtool")
 
 
-def prometheus_config(exporter_port: int, rules: Path, interval: str) -> dict:
-    return {
+def built(binary: Path) -> str:
+    """The path of a program the set-up builds under .tools/, or an error that says how to get it."""
+    if not binary.is_file():
+        raise RuntimeError(f"{binary} is missing; run bash scripts/setup.sh (scripts/setup.d builds it)")
+    return str(binary)
+
+
+def prometheus_config(
+    exporter_port: int, rules: Path, interval: str, alertmanager: str | None = None
+) -> dict[str, object]:
+    config: dict[str, object] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
         "rule_files": [str(rules)],
         "scrape_configs": [{"job_name": JOB, "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
     }
+    if alertmanager is not None:
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]}
+    return config
 
 
 @contextlib.contextmanager
 def running_prometheus(
-    workdir: Path, exporter_port: int, rules: Path, interval: str = "1s", port: int | None = None
+    workdir: Path,
+    exporter_port: int,
+    rules: Path,
+    interval: str = "1s",
+    port: int | None = None,
+    alertmanager: str | None = None,
 ) -> Iterator[str]:
     """Prometheus on 127.0.0.1 (a free port unless given) with its data and log under `workdir`, scraping the
-    exporter as job kafka-client-exporter; yields its base URL once it answers /-/ready, stops it on exit."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        raise RuntimeError("prometheus is not on PATH; run bash scripts/setup.sh (scripts/setup.d/20-prometheus.sh)")
+    exporter as job kafka-client-exporter and sending alerts to `alertmanager` (host:port) when given; yields its
+    base URL once it answers /-/ready, stops it on exit."""
+    binary = built(PROMETHEUS)
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
-    config.write_text(yaml.safe_dump(prometheus_config(exporter_port, rules, interval)))
+    config.write_text(yaml.safe_dump(prometheus_config(exporter_port, rules, interval, alertmanager)))
     port = port or free_port()
     base = f"http://127.0.0.1:{port}"
     with (workdir / "prometheus.log").open("w") as log:
@@ -48,6 +71,9 @@ def running_prometheus(
                 f"--config.file={config}",
                 f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{port}",
+                # An alert is sent again at every evaluation rather than every minute: an Alertmanager started
+                # after Prometheus, or restarted, learns of the firing alerts within an interval.
+                f"--rules.alert.resend-delay={interval}",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

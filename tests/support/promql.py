@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 import yaml
 
 from exporter.collectors.catalog import BY_SAMPLE_NAME, NETWORK_PROCESSOR, Kind
+from kafka_double.prometheus_process import PROMTOOL, built
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "dashboards" / "grafana").glob("*.json"))
@@ -211,9 +211,8 @@ def _suffix_hint(name: str) -> str:
 
 
 def promtool() -> str:
-    path = shutil.which("promtool")
-    assert path, "promtool is not on PATH; run bash scripts/setup.sh (scripts/setup.d/20-prometheus.sh installs it)"
-    return path
+    """Prometheus 3.x's promtool, as the set-up builds it (scripts/setup.d/20-prometheus.sh)."""
+    return built(PROMTOOL)
 
 
 def check_parses(exprs: list[tuple[str, str]], workdir: Path) -> None:

@@ -1,0 +1,122 @@
+"""A real Alertmanager (built by the set-up: scripts/setup.d/21-alertmanager.sh) on loopback, configured from the
+shipped example (alerts/alertmanager.example.yaml) with its receivers pointed at a local endpoint: for the demo and
+the tests that follow an alert from the exporter to what a receiver gets."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kafka_double.exporter_process import REPO_ROOT
+from kafka_double.mbean_host import free_port
+from kafka_double.prometheus_process import built
+
+ALERTMANAGER = REPO_ROOT / ".tools" / "alertmanager" / "alertmanager"
+AMTOOL = REPO_ROOT / ".tools" / "alertmanager" / "amtool"
+EXAMPLE_CONFIG = REPO_ROOT / "alerts" / "alertmanager.example.yaml"
+
+
+def example_config() -> dict[str, Any]:
+    return dict(yaml.safe_load(EXAMPLE_CONFIG.read_text()))
+
+
+def local_receivers(config: Mapping[str, Any], base_url: str) -> dict[str, Any]:
+    """`config` with every receiver's integrations sent to `base_url` instead of Slack and PagerDuty: Slack's
+    incoming webhook to ``{base_url}/slack/<receiver>`` and PagerDuty's events API to ``{base_url}/pagerduty/
+    <receiver>`` (each gets the message its template renders), plus a plain webhook to ``{base_url}/webhook/
+    <receiver>`` (the alerts' labels and annotations as Alertmanager holds them). Receivers with no integration
+    (the example's null receiver) stay silent."""
+    local = copy.deepcopy(dict(config))
+    local.pop("global", None)  # the example's global holds the Slack URL file only
+    for receiver in local["receivers"]:
+        name = receiver["name"]
+        for slack in receiver.get("slack_configs", []):
+            slack.pop("api_url_file", None)
+            slack["api_url"] = f"{base_url}/slack/{name}"
+        for pagerduty in receiver.get("pagerduty_configs", []):
+            pagerduty.pop("routing_key_file", None)
+            pagerduty["routing_key"] = "local"
+            pagerduty["url"] = f"{base_url}/pagerduty/{name}"
+        if receiver.get("slack_configs") or receiver.get("pagerduty_configs"):
+            receiver["webhook_configs"] = [{"url": f"{base_url}/webhook/{name}", "send_resolved": True}]
+    return local
+
+
+def with_timings(config: Mapping[str, Any], **timings: str) -> dict[str, Any]:
+    """`config` with group_wait, group_interval or repeat_interval set on every route that sets it (the demo and the
+    tests wait seconds where an operator waits minutes)."""
+    changed = copy.deepcopy(dict(config))
+
+    def visit(route: dict[str, Any]) -> None:
+        for key, value in timings.items():
+            if key in route or route is changed["route"]:
+                route[key] = value
+        for child in route.get("routes", []):
+            visit(child)
+
+    visit(changed["route"])
+    return changed
+
+
+@contextlib.contextmanager
+def running_alertmanager(workdir: Path, config: Mapping[str, Any], port: int | None = None) -> Iterator[str]:
+    """Alertmanager on 127.0.0.1 (a free port unless given) with `config`, its data and log under `workdir`, without
+    clustering (a single instance: no gossip port); yields its base URL once it answers /-/ready, stops it on exit."""
+    binary = built(ALERTMANAGER)
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_file = workdir / "alertmanager.yml"
+    config_file.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    port = port or free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_file = workdir / "alertmanager.log"
+    with log_file.open("w") as log:
+        process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config_file}",
+                f"--storage.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--cluster.listen-address=",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_ready(base, process, log_file)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def alert_groups(base: str) -> list[dict[str, Any]]:
+    """Alertmanager's alert groups (API v2): each with its receiver, group labels and alerts (their status says
+    whether they are active, suppressed by an inhibition, and by which alerts)."""
+    with urllib.request.urlopen(f"{base}/api/v2/alerts/groups", timeout=5) as response:
+        return list(json.load(response))
+
+
+def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = "\n".join(log.read_text().splitlines()[-10:])
+            raise RuntimeError(f"alertmanager exited with {process.returncode}:\n{tail}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
+            if response.status == 200:
+                return
+        time.sleep(0.3)
+    raise RuntimeError(f"alertmanager did not answer {base}/-/ready within {timeout:.0f} s")
