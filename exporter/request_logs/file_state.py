@@ -47,6 +47,9 @@ class Contribution:
     #: Log time range of the lines (yyyyMMddHHmmssSSS), None when no line carried a valid timestamp.
     first_ts: int | None = None
     last_ts: int | None = None
+    #: A request log's usable lines by level and API (log_kinds.LineLevels' fields); None for a server.log, and for
+    #: a file an older version of the job read (its kind is then unknown until it is read again).
+    levels: dict[str, int] | None = None
 
     @property
     def forgotten(self) -> bool:

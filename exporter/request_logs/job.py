@@ -20,7 +20,18 @@ from exporter import __version__
 from exporter.kafka_releases import table
 from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, upgrade_target
 from exporter.policy import Policy, default_policy_text, load_policy
-from exporter.request_logs import file_state, output, parse, publication, report, segments, server_log, tables, upgrade
+from exporter.request_logs import (
+    file_state,
+    log_kinds,
+    output,
+    parse,
+    publication,
+    report,
+    segments,
+    server_log,
+    tables,
+    upgrade,
+)
 from exporter.request_logs import log_format as lf
 from exporter.request_logs.input_files import InputError, InputFile, list_input_files, moved_since_listed
 from exporter.request_logs.local_rows import local_table
@@ -172,8 +183,10 @@ def _read_files(spark: SparkSession, files: Sequence[InputFile]) -> tuple[DataFr
     request_paths = [f.read_path for f in files if f.kind == "request"]
     server_paths = [f.read_path for f in files if f.kind == "server"]
     lines = parse.read_lines(spark, request_paths) if request_paths else parse.no_lines(spark)
+    # Per file, so that each broker's log kind can be told (a file's groups summed by the tables as any others).
     groups = _persisted(
-        tables.line_groups(parse.parse_lines(lines)), "pass 1: parse every line, group by connection, client and API"
+        tables.line_groups(parse.parse_lines(lines), per_file=True),
+        "pass 1: parse every line, group by file, connection, client and API",
     )
     events = server_log.read_events(spark, server_paths) if server_paths else server_log.no_events(spark)
     try:
@@ -190,7 +203,12 @@ def build_tables(spark: SparkSession, inputs: Sequence[str], target_release: str
     return derive_tables(spark, sources.groups, sources.rejected, target_release, policy, sources.unreadable)
 
 
-def _report_data(built: InventoryTables, target_release: str, totals: dict[str, int]) -> report.ReportData:
+def _report_data(
+    built: InventoryTables,
+    target_release: str,
+    totals: dict[str, int],
+    request_logs: Sequence[log_kinds.DirectoryKind],
+) -> report.ReportData:
     target = upgrade_target(target_release)
     software = (
         built.clients.groupBy("software_name", "software_version")
@@ -237,6 +255,18 @@ def _report_data(built: InventoryTables, target_release: str, totals: dict[str, 
     rejected = built.rejections.limit(REPORT_TOP).collect()
 
     return report.ReportData(
+        request_log_rows=[
+            (
+                kind.directory,
+                log_kinds.TITLES[kind.kind],
+                str(kind.files),
+                f"{kind.levels.api_versions_debug:,}",
+                f"{kind.levels.other_debug:,}",
+                f"{kind.levels.info:,}",
+                "; ".join(log_kinds.CANNOT_TELL[kind.kind]) or "nothing left out",
+            )
+            for kind in request_logs
+        ],
         target_release=target_release,
         lines=totals["lines"],
         malformed_lines=totals["malformed"],
@@ -316,7 +346,12 @@ def _totals(built: InventoryTables) -> tuple[dict[str, int], tuple[int | None, i
 
 
 def _write_outputs(
-    spark: SparkSession, built: InventoryTables, run_dir: str, options: InventoryOptions, started: float
+    spark: SparkSession,
+    built: InventoryTables,
+    run_dir: str,
+    options: InventoryOptions,
+    started: float,
+    request_logs: Sequence[log_kinds.DirectoryKind],
 ) -> tuple[dict[str, str], dict[str, float], dict[str, int], tuple[int | None, int | None]]:
     """The tables written (Parquet, CSV, report): where, when each was done, the totals and the log time range."""
     sc = spark.sparkContext
@@ -338,7 +373,7 @@ def _write_outputs(
     sc.setJobDescription("report")
     tables_written = dataclasses.replace(built, **written)
     totals, time_range = _totals(tables_written)
-    html_text = report.render(_report_data(tables_written, options.target_release, totals))
+    html_text = report.render(_report_data(tables_written, options.target_release, totals, request_logs))
     outputs["report"] = output.write_text(spark, run_dir, REPORT_FILE, html_text)
     return outputs, milestones, totals, time_range
 
@@ -428,6 +463,8 @@ class _Sources:
     files: dict[str, int]
     unreadable: list[UnreadableFile]
     contributions: list[file_state.Contribution] | None = None
+    #: Per directory of request log files, which kind of log they are (run.json's "request_logs").
+    request_logs: list[log_kinds.DirectoryKind] = dataclasses.field(default_factory=list)
 
 
 def _full_sources(spark: SparkSession, files: Sequence[InputFile]) -> _Sources:
@@ -435,7 +472,14 @@ def _full_sources(spark: SparkSession, files: Sequence[InputFile]) -> _Sources:
     (groups, rejected), failed = skipping_unreadable(readable, lambda f: _read_files(spark, f), lambda: None)
     unreadable = corrupt + failed
     counts = {"listed": len(files), "read": len(files) - len(unreadable), "skipped_unreadable": len(unreadable)}
-    return _Sources(groups, rejected, counts, unreadable)
+    spark.sparkContext.setJobDescription("request logs: which kind each file is")
+    per_file = {
+        r.file: log_kinds.LineLevels.of(r.asDict()) for r in groups.groupBy("file").agg(*tables.line_levels()).collect()
+    }
+    left_out = {u.file.path for u in unreadable}
+    read = [f.path for f in files if f.kind == "request" and f.path not in left_out]
+    kinds = log_kinds.by_directory((path, per_file.get(path, log_kinds.LineLevels())) for path in read)
+    return _Sources(groups, rejected, counts, unreadable, request_logs=kinds)
 
 
 class FilesMoved(Exception):
@@ -511,7 +555,12 @@ def _incremental_sources(
     rejected = segments.state_rejections(spark, options.output, contributions)
     if rejected is None:
         rejected = server_log.parse_rejections(server_log.no_events(spark))
-    return _Sources(groups, rejected, files_summary, corrupt + written.unreadable, contributions)
+    kinds = log_kinds.by_directory(
+        (c.path, log_kinds.LineLevels.from_json(c.levels))
+        for c in contributions
+        if c.kind == "request" and not c.forgotten
+    )
+    return _Sources(groups, rejected, files_summary, corrupt + written.unreadable, contributions, kinds)
 
 
 def _policy_digest(policy_file: Path | None) -> str:
@@ -634,7 +683,7 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
         )
         try:
             outputs, table_milestones, totals, (first_ts, last_ts) = _write_outputs(
-                spark, built, run_dir, options, started
+                spark, built, run_dir, options, started, sources.request_logs
             )
         finally:
             built.unpersist()
@@ -659,6 +708,7 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
             "rows": {name: totals[f"rows_{name}"] for name in TABLES},
             "blocking_clients": totals["blocking"],
             "policy_clients": totals["policy"],
+            "request_logs": [kind.to_json() for kind in sources.request_logs],
         }
         publication.publish(spark, options.output, run_id, metadata)
         keep_runs, keep_segments = _kept(options.output, {**metadata, "run_id": run_id})

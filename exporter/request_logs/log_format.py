@@ -21,6 +21,8 @@ CONNECTION_MARKER = " from connection "
 TIMESTAMP_GROUP = _TS = r"(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d,\d{3})"
 TIMESTAMP = r"^\[" + _TS + r"\] [A-Z]+ "
 TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
+#: Where the level starts (1-based) on a line that begins with ``TIMESTAMP``: after "[", 23 characters and "] ".
+LEVEL_START = 27
 #: The characters dropped from a timestamp to read it as one number (yyyyMMddHHmmssSSS), which orders like time.
 TIMESTAMP_SEPARATORS = "- :,"
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, ClassVar
 
 
 class LogKind(StrEnum):
@@ -64,6 +65,20 @@ class LineLevels:
     other_debug: int = 0
     info: int = 0
 
+    FIELDS: ClassVar[tuple[str, ...]] = ("api_versions_debug", "other_debug", "info")
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> LineLevels:
+        """From a mapping with the fields (a Spark row's ``asDict()``, a state file's JSON)."""
+        return cls(**{name: int(data.get(name) or 0) for name in cls.FIELDS})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> LineLevels | None:
+        return None if data is None else cls.of(data)
+
+    def to_json(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
     def __add__(self, other: LineLevels) -> LineLevels:
         return LineLevels(
             self.api_versions_debug + other.api_versions_debug,
@@ -103,11 +118,7 @@ class DirectoryKind:
             "title": TITLES[self.kind],
             "files": self.files,
             "files_without_levels": self.files_without_levels,
-            "lines": {
-                "api_versions_debug": self.levels.api_versions_debug,
-                "other_debug": self.levels.other_debug,
-                "info": self.levels.info,
-            },
+            "lines": self.levels.to_json(),
             "cannot_tell": list(CANNOT_TELL[self.kind]),
         }
 

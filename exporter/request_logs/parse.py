@@ -169,7 +169,7 @@ def _fast_fields(lines: DataFrame, enabled: bool = True) -> DataFrame:
 
 
 def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
-    """Columns: reason (null when usable), sample_line and sample_file (set only when not usable), ts, api_key,
+    """Columns: reason (null when usable), sample_line and sample_file (set only when not usable), ts, level, api_key,
     api_version, client_id, connection, principal, listener, software (SOFTWARE_TYPE), group_id, protocol_type,
     protocol_name, offered_protocols.
 
@@ -348,6 +348,9 @@ def _usable(judged: DataFrame) -> DataFrame:
     bad = F.col("reason").isNotNull() & (F.col("reason") != lf.REASON_FORWARDED)
     columns = {
         "ts": F.col("ts"),
+        # A usable line starts with a timestamp of fixed width ("[yyyy-MM-dd HH:mm:ss,SSS] "), so its level is
+        # cut out by position: a regex over every line would cost more than the rest of this projection.
+        "level": F.substring_index(F.substr(line, F.lit(lf.LEVEL_START), F.lit(8)), " ", 1),
         "api_key": api_key,
         "api_version": F.col("api_version"),
         "client_id": client_id,

@@ -48,6 +48,8 @@ class ReportData:
     malformed_rows: list[tuple[str, ...]] = field(default_factory=list)
     rejections: int = 0  # requests server.log says were rejected (the rows show the first ones)
     rejection_rows: list[tuple[str, ...]] = field(default_factory=list)
+    #: Per directory of request logs: its kind (log_kinds), files, lines by level and what it cannot tell.
+    request_log_rows: list[tuple[str, ...]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

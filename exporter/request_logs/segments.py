@@ -24,6 +24,7 @@ from exporter.request_logs import parse, publication, server_log, tables
 from exporter.request_logs.file_state import Contribution, FileToRead, new_contribution
 from exporter.request_logs.input_files import InputFile
 from exporter.request_logs.local_rows import local_table
+from exporter.request_logs.log_kinds import LineLevels
 from exporter.request_logs.unreadable import UnreadableFile, skipping_unreadable
 
 GROUPS = "groups"
@@ -95,6 +96,7 @@ def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequenc
         for kind in ("request", "server")
     }
     stats: list[tuple[str, int, int | None, int | None]] = []
+    levels: dict[str, dict[str, int]] = {}
     sc = spark.sparkContext
 
     paths, contributions = by_kind["request"]
@@ -107,9 +109,14 @@ def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequenc
         tagged.write.mode("errorifexists").parquet(_segment_dir(output, run_id, GROUPS))
         stored = spark.read.parquet(_segment_dir(output, run_id, GROUPS))
         per_file = stored.groupBy("contribution").agg(
-            F.sum("requests").alias("lines"), F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts")
+            F.sum("requests").alias("lines"),
+            F.min("first_ts").alias("first_ts"),
+            F.max("last_ts").alias("last_ts"),
+            *tables.line_levels(),
         )
-        stats += [(r.contribution, int(r.lines), r.first_ts, r.last_ts) for r in per_file.collect()]
+        for r in per_file.collect():
+            stats.append((r.contribution, int(r.lines), r.first_ts, r.last_ts))
+            levels[r.contribution] = LineLevels.of(r.asDict()).to_json()
 
     paths, contributions = by_kind["server"]
     if paths:
@@ -137,7 +144,10 @@ def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequenc
     lost = [c.path for c in planned if c.id not in found]
     if lost:
         raise LinesNotAttributed(lost)
-    return [replace(c, lines=found[c.id][0], first_ts=found[c.id][1], last_ts=found[c.id][2]) for c in planned]
+    return [
+        replace(c, lines=found[c.id][0], first_ts=found[c.id][1], last_ts=found[c.id][2], levels=levels.get(c.id))
+        for c in planned
+    ]
 
 
 def _live_rows(
@@ -153,8 +163,11 @@ def _live_rows(
     )
     if not directories:
         return None
-    return spark.read.parquet(*directories).join(
-        F.broadcast(_contribution_ids(spark, live, file_column)), "contribution"
+    # Segments an older job version wrote have no level column: merged, their rows read it as null.
+    return (
+        spark.read.option("mergeSchema", "true")
+        .parquet(*directories)
+        .join(F.broadcast(_contribution_ids(spark, live, file_column)), "contribution")
     )
 
 

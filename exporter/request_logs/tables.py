@@ -33,8 +33,9 @@ def _timestamp(column: str) -> Column:
     )
 
 
-#: The key of ``line_groups`` (``file`` comes first when grouped per file).
-GROUP_KEY = ["reason", "sample_file", "sample_line", *_USAGE_KEY, *_GROUP_FIELDS, "software"]
+#: The key of ``line_groups`` (``file`` comes first when grouped per file). The level is the same on every line of
+#: an API version (INFO when deprecated, DEBUG otherwise), so it does not make the groups more numerous.
+GROUP_KEY = ["reason", "sample_file", "sample_line", *_USAGE_KEY, *_GROUP_FIELDS, "software", "level"]
 
 
 def line_groups(parsed: DataFrame, per_file: bool = False) -> DataFrame:
@@ -49,6 +50,22 @@ def line_groups(parsed: DataFrame, per_file: bool = False) -> DataFrame:
         F.min(time).alias("first_ts"),
         F.max(time).alias("last_ts"),
     )
+
+
+def line_levels() -> list[Column]:
+    """Aggregates of ``line_groups`` rows (a file's, a directory's) that tell which kind of request log they come
+    from (``log_kinds.LineLevels``)."""
+    level, api_versions = F.col("level"), F.col("api_key") == lf.API_VERSIONS_KEY
+    usable = F.col("reason").isNull() | (F.col("reason") == lf.REASON_FORWARDED)
+
+    def lines(condition: Column, name: str) -> Column:
+        return F.coalesce(F.sum(F.when(usable & condition, F.col("requests"))), F.lit(0)).alias(name)
+
+    return [
+        lines((level == "DEBUG") & api_versions, "api_versions_debug"),
+        lines((level == "DEBUG") & ~api_versions, "other_debug"),
+        lines(level == "INFO", "info"),
+    ]
 
 
 def merge_groups(groups: DataFrame) -> DataFrame:

@@ -294,6 +294,49 @@ def test_a_rotation_that_leaves_the_active_path_empty_is_read_again(spark, tmp_p
     assert csvs(runs.output) == runs.full(tmp_path / "logs")
 
 
+def test_each_brokers_log_kind_is_told_from_its_lines_and_published_with_what_it_cannot_tell(
+    spark, tmp_path: Path
+) -> None:
+    """Three brokers, three kinds: a full DEBUG log, the filtered one broker-config/ ships (ApiVersions lines and
+    INFO) and an INFO-only one. A full run and incremental runs (a second one reads only the filtered broker's new
+    file) tell each directory's kind alike, in run.json (which the exporter reads) and the report."""
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "broker-2", logs / "full")
+    info_lines = (REPO / "samples" / "request-logs-info-only" / "broker-2" / "kafka-request.log").read_text()
+    (logs / "info").mkdir()
+    (logs / "info" / "kafka-request.log").write_text(info_lines, encoding="utf-8")
+    api_versions = [line for line in sample_lines("broker-2") if '"requestApiKey":18,' in line]
+    assert api_versions and len(api_versions) < len(sample_lines("broker-2"))
+    (logs / "filtered").mkdir()
+    (logs / "filtered" / "kafka-request.log.1").write_text("".join(api_versions), encoding="utf-8")
+    expected = {"filtered": "api_versions_and_info", "full": "full_debug", "info": "info_only"}
+
+    def kinds(output: Path) -> dict[str, str]:
+        published = json.loads((output / "current" / publication.RUN_METADATA).read_text())
+        return {entry["directory"].rsplit("/", 1)[-1]: entry["kind"] for entry in published["request_logs"]}
+
+    runs = Runs(spark, tmp_path)
+    runs.incremental(logs)
+    assert kinds(runs.output) == expected
+    # Not the info broker's file again: a file of the same content is read once, wherever it is.
+    newest_info = info_lines.splitlines(keepends=True)[-1]
+    (logs / "filtered" / "kafka-request.log").write_text(newest_info, encoding="utf-8")
+    second = runs.incremental(logs)
+    assert second.files["read_new"] == 1 and kinds(runs.output) == expected
+    runs.full(logs)
+    assert kinds(tmp_path / f"full-{runs.count}") == expected
+    published = json.loads((runs.output / "current" / publication.RUN_METADATA).read_text())
+    [filtered] = [e for e in published["request_logs"] if e["directory"].endswith("/filtered")]
+    assert filtered["files"] == 2 and filtered["lines"] == {
+        "api_versions_debug": len(api_versions),
+        "other_debug": 0,
+        "info": 1,
+    }
+    assert any("request counts per API" in text for text in filtered["cannot_tell"])
+    report = (runs.output / "current" / "report.html").read_text()
+    assert "What the request logs could tell" in report and "ApiVersions + INFO" in report and "INFO only" in report
+
+
 def test_a_second_run_on_the_same_output_refuses_naming_the_first(tmp_path: Path) -> None:
     output = tmp_path / "inventory"
     with publication.output_lock(str(output)):

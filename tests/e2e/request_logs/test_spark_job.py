@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,6 +173,9 @@ def test_command_on_the_shipped_samples(samples_run: CommandRun) -> None:
     header = (published / "clients.csv").read_text().splitlines()[0]
     assert header.startswith("client_id,principal,source_host,listener,software_name,software_version")
     assert (published / "upgrade_impact" / "_SUCCESS").exists()
+    # The shipped samples are full DEBUG logs, each broker's directory told as such.
+    run = json.loads((published / "run.json").read_text())
+    assert {entry["kind"] for entry in run["request_logs"]} == {"full_debug"} and len(run["request_logs"]) == 4
 
 
 def test_bad_target_release_stops_before_spark(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ def test_report_is_self_contained_and_says_when_there_is_nothing_to_show() -> No
     assert "<script" not in page.lower() and "<svg" not in page
     assert not re.search(r"""(src|href)\s*=|<link|@import|url\(""", page)
     assert page.count("<p class=empty>nothing to show</p>") == 3
-    assert page.count("<p class=empty>none</p>") == 5
+    assert page.count("<p class=empty>none</p>") == 6
 
 
 def test_long_labels_are_cut_in_the_chart_and_whole_in_the_tooltip() -> None:
