@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import NamedTuple, TypeVar
 
 from exporter.kafka_releases.table import ApiRange
+from exporter.request_logs.log_kinds import LogKind
 
 
 def _frozen(mapping: Mapping) -> Mapping:
@@ -276,6 +277,9 @@ class InventoryReading:
     blocking_senders: Mapping[tuple[str, str, str, str], frozenset[IdentityKey]] = field(
         default_factory=dict, repr=False
     )
+    #: Per directory of request logs the run read (one broker's, as a rule), the kind of log it is: what "who" can
+    #: say depends on it (log_kinds.CANNOT_TELL).
+    request_logs: tuple[tuple[str, LogKind], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "identities", _frozen(self.identities))

@@ -31,6 +31,7 @@ from exporter.request_logs.layout import (
     UPGRADE_IMPACT_COLUMNS,
     UPGRADE_IMPACT_CSV,
 )
+from exporter.request_logs.log_kinds import LogKind
 from exporter.snapshot import CLUSTER_BROKER, ClientIdentity, IdentityKey, InventoryReading, SourceResult
 from exporter.sources.base import Poll, Reason, Source, SourceError, SourceName
 
@@ -213,6 +214,21 @@ def _blocking_senders(path: Path) -> dict[tuple[str, str, str, str], frozenset[I
     return {request: frozenset(keys) for request, keys in found.items()}
 
 
+def _request_logs(pointer: Mapping[str, object]) -> tuple[tuple[str, LogKind], ...]:
+    """run.json's per-directory log kinds; a publication from before they were recorded has none, and a kind this
+    version does not know reads as unknown rather than failing the whole reading."""
+    entries = pointer.get("request_logs")
+    if not isinstance(entries, list):
+        return ()
+    kinds = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("directory"), str):
+            kind = entry.get("kind")
+            named = LogKind(kind) if isinstance(kind, str) and kind in {k.value for k in LogKind} else LogKind.UNKNOWN
+            kinds.append((entry["directory"], named))
+    return tuple(kinds)
+
+
 def load_publication(directory: Path, max_loaded: int) -> InventoryReading:
     """The publication in `directory`; InventoryProblem when there is none or it cannot be read whole."""
     pointer = _pointer(directory)
@@ -266,6 +282,7 @@ def load_publication(directory: Path, max_loaded: int) -> InventoryReading:
         rows=rows,
         not_loaded=rows - len(kept),
         blocking_senders=_blocking_senders(directory / pointer["run_dir"] / UPGRADE_IMPACT_CSV),
+        request_logs=_request_logs(pointer),
     )
 
 

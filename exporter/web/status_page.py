@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from exporter import __version__
 from exporter.config.settings import DEFAULT_TELEMETRY_PATH
 from exporter.kafka_releases.broker_channels import BY_NAME
+from exporter.request_logs.log_kinds import CANNOT_TELL, LogKind
+from exporter.request_logs.log_kinds import TITLES as LOG_KIND_TITLES
 from exporter.snapshot import (
     CLUSTER_BROKER,
     FOLDED_VERSION,
@@ -134,6 +136,17 @@ class _InventoryStatus:
 
     reading: InventoryReading | None  # the one read, or the last good one kept through a failure
     status: _SourceStatus
+
+    @property
+    def log_kinds(self) -> list[tuple[str, list[str], tuple[str, ...]]]:
+        """Per kind of request log the run read: its title, the directories of that kind, what it cannot tell
+        (grouped: a fleet of fifty brokers has one line per kind, not fifty)."""
+        if self.reading is None:
+            return []
+        directories: dict[LogKind, list[str]] = {}
+        for directory, kind in self.reading.request_logs:
+            directories.setdefault(kind, []).append(directory)
+        return [(LOG_KIND_TITLES[kind], sorted(dirs), CANNOT_TELL[kind]) for kind, dirs in directories.items()]
 
 
 @dataclass

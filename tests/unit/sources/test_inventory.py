@@ -253,3 +253,23 @@ def test_the_daemon_reads_the_inventory_without_importing_spark() -> None:
     probe = "import sys, exporter.sources.inventory, exporter.cli; print('pyspark' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_each_directorys_log_kind_is_read_and_an_unknown_or_damaged_entry_does_not_fail_the_reading(
+    tmp_path: Path,
+) -> None:
+    from exporter.request_logs.log_kinds import LogKind
+
+    entries = [
+        {"directory": "file:/logs/b1", "kind": "api_versions_and_info"},
+        {"directory": "file:/logs/b2", "kind": "a kind of a later version"},
+        {"kind": "full_debug"},
+        "not an entry",
+    ]
+    publish(tmp_path, "r1", CLIENTS, request_logs=entries)
+    assert load_publication(tmp_path, 100).request_logs == (
+        ("file:/logs/b1", LogKind.API_VERSIONS_AND_INFO),
+        ("file:/logs/b2", LogKind.UNKNOWN),
+    )
+    publish(tmp_path / "older", "r1", CLIENTS)
+    assert load_publication(tmp_path / "older", 100).request_logs == ()

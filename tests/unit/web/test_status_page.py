@@ -342,3 +342,33 @@ def test_a_blocker_is_run_by_those_the_inventory_saw_send_it_not_everyone_on_its
     assert who == ["legacy-0.10.2", "legacy-0.10.1"]
     [pair] = identities
     assert (pair.identities_total, pair.exported) == (2, 2)
+
+
+def test_the_kind_of_each_request_log_is_shown_beside_who_with_what_it_cannot_tell() -> None:
+    from dataclasses import replace
+
+    from exporter.request_logs.log_kinds import LogKind
+    from exporter.snapshot import InventoryReading
+    from tests.unit.collectors.rich_snapshot import PROD_INVENTORY, rich_snapshot
+
+    rich = rich_snapshot()
+    brokers = [(f"file:/var/log/kafka/broker-{n}", LogKind.API_VERSIONS_AND_INFO) for n in range(1, 8)]
+    logs = (*brokers, ("file:/var/log/kafka/old-<b>", LogKind.INFO_ONLY))
+
+    def with_logs(result):
+        reading = result.reading
+        assert isinstance(reading, InventoryReading)
+        return replace(result, reading=replace(reading, request_logs=logs))
+
+    page = render_status_page(
+        replace(rich, results=tuple(with_logs(r) if r.key == PROD_INVENTORY else r for r in rich.results)), NOW
+    )
+    section = page.split("<ul id='request-logs-prod'>", 1)[1].split("</ul>", 1)[0]
+    filtered, info_only = section.split("<li>")[1:]
+    # One line per kind, however many brokers: five directories named, the rest counted.
+    assert filtered.startswith("ApiVersions + INFO request logs: <code>file:/var/log/kafka/broker-1</code>")
+    assert "broker-5</code> and 2 more" in filtered and "broker-6" not in filtered
+    assert "cannot tell: request counts per API and version" in filtered
+    assert "old-&lt;b&gt;" in info_only and "clients that only use current API versions" in info_only
+    # A publication from before log kinds were recorded shows none.
+    assert "request-logs-prod" not in render_status_page(rich, NOW)
