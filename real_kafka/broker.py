@@ -65,6 +65,9 @@ class NodeOptions:
     request_log_backups: int = 5
     #: Which request log the node writes (broker-config/ ships the ApiVersions + INFO one).
     request_log: LogKind = LogKind.FULL_DEBUG
+    #: A full DEBUG node also writes the ApiVersions + INFO log, from the same requests, in ``<node>/request-log-copy``
+    #: (outside ``logs/``, so a run over the node's logs does not read it).
+    request_log_copy: bool = False
     extra_properties: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -333,6 +336,7 @@ class KafkaNode:
             request_log_max_bytes=self.options.request_log_max_bytes,
             request_log_backups=self.options.request_log_backups,
             request_log=self.options.request_log,
+            copy_dir=self.directory / "request-log-copy" if self.options.request_log_copy else None,
         )
 
     def _jmx_options(self) -> list[str]:

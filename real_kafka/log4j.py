@@ -33,6 +33,8 @@ class LogFiles:
 
     directory: Path
     jvm_option: str
+    #: Where the ApiVersions + INFO copy of the request log goes, when the node writes one beside its own.
+    copy_directory: Path | None = None
 
     @property
     def server_log(self) -> Path:
@@ -43,6 +45,13 @@ class LogFiles:
         return self.directory / "kafka-request.log"
 
 
+@dataclass(frozen=True)
+class _RequestAppender:
+    name: str
+    directory: Path
+    filtered: bool
+
+
 def write_logging_config(
     config_dir: Path,
     logs_dir: Path,
@@ -51,33 +60,42 @@ def write_logging_config(
     request_log_max_bytes: int,
     request_log_backups: int,
     request_log: LogKind = LogKind.FULL_DEBUG,
+    copy_dir: Path | None = None,
 ) -> LogFiles:
     """Write the configuration under ``config_dir`` for logs in ``logs_dir``; the request log rolls at
-    ``request_log_max_bytes`` keeping ``request_log_backups`` old files (``kafka-request.log.1`` ...)."""
+    ``request_log_max_bytes`` keeping ``request_log_backups`` old files (``kafka-request.log.1`` ...). With
+    ``copy_dir``, a full DEBUG node also writes the ApiVersions + INFO log there, from the same requests: the two
+    kinds can then be compared over the very same traffic."""
     if request_log == LogKind.UNKNOWN:
         raise ValueError(f"request_log: {request_log!r} is no kind a broker can be configured to write")
+    if copy_dir is not None and request_log != LogKind.FULL_DEBUG:
+        raise ValueError(f"copy_dir: a filtered copy is written beside a full DEBUG log only, not {request_log}")
     logs_dir.mkdir(parents=True, exist_ok=True)
+    appenders = [_RequestAppender("RequestAppender", logs_dir, request_log == LogKind.API_VERSIONS_AND_INFO)]
+    if copy_dir is not None:
+        copy_dir.mkdir(parents=True, exist_ok=True)
+        appenders.append(_RequestAppender("RequestCopyAppender", copy_dir, True))
     level = "INFO" if request_log == LogKind.INFO_ONLY else "DEBUG"
-    filtered = request_log == LogKind.API_VERSIONS_AND_INFO
     if log4j2:
         path = config_dir / "log4j2.yaml"
-        filters = _shipped_log4j2_filters() if filtered else None
-        path.write_text(_log4j2_yaml(logs_dir, request_log_max_bytes, request_log_backups, level, filters))
+        config = _log4j2_config(logs_dir, appenders, request_log_max_bytes, request_log_backups, level)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
         option = f"-Dlog4j2.configurationFile={path}"
     else:
         path = config_dir / "log4j.properties"
-        filters_text = _shipped_log4j1_filters() if filtered else ""
-        path.write_text(_log4j_properties(logs_dir, request_log_max_bytes, request_log_backups, level) + filters_text)
+        path.write_text(_log4j_properties(logs_dir, appenders, request_log_max_bytes, request_log_backups, level))
         option = f"-Dlog4j.configuration=file:{path}"
-    return LogFiles(logs_dir, option)
+    return LogFiles(logs_dir, option, copy_dir)
 
 
-def _shipped_log4j1_filters() -> str:
+def _shipped_log4j1_filters() -> list[tuple[str, str]]:
+    """The shipped request appender's filter settings, as (key after ``...requestAppender.``, value)."""
     lines = (SHIPPED / "log4j.properties").read_text().splitlines()
-    kept = [line for line in lines if line.startswith(_LOG4J1_FILTERS)]
+    kept = [line.split("=", 1) for line in lines if line.startswith(_LOG4J1_FILTERS)]
     if not kept:
         raise ValueError(f"{SHIPPED / 'log4j.properties'} has no {_LOG4J1_FILTERS}* line")
-    return "".join(f"{line}\n" for line in kept)
+    prefix = "log4j.appender.requestAppender."
+    return [(key[len(prefix) :], value) for key, value in kept]
 
 
 def _shipped_log4j2_filters() -> dict[str, Any]:
@@ -89,76 +107,85 @@ def _shipped_log4j2_filters() -> dict[str, Any]:
     return dict(request["Filters"])
 
 
-def _log4j_properties(logs: Path, max_bytes: int, backups: int, level: str) -> str:
-    return f"""\
-log4j.rootLogger=INFO, kafkaAppender
+def _log4j_properties(logs: Path, appenders: list[_RequestAppender], max_bytes: int, backups: int, level: str) -> str:
+    lines = [
+        "log4j.rootLogger=INFO, kafkaAppender",
+        "log4j.appender.kafkaAppender=org.apache.log4j.RollingFileAppender",
+        f"log4j.appender.kafkaAppender.File={logs / 'server.log'}",
+        "log4j.appender.kafkaAppender.MaxFileSize=50MB",
+        "log4j.appender.kafkaAppender.MaxBackupIndex=2",
+        "log4j.appender.kafkaAppender.layout=org.apache.log4j.PatternLayout",
+        f"log4j.appender.kafkaAppender.layout.ConversionPattern={_PATTERN}",
+    ]
+    for appender in appenders:
+        # log4j 1 names appenders in lowerCamelCase by convention; the names only have to be unique.
+        key = f"log4j.appender.{appender.name[0].lower()}{appender.name[1:]}"
+        lines += [
+            f"{key}=org.apache.log4j.RollingFileAppender",
+            f"{key}.File={appender.directory / 'kafka-request.log'}",
+            f"{key}.MaxFileSize={max_bytes}",
+            f"{key}.MaxBackupIndex={backups}",
+            f"{key}.layout=org.apache.log4j.PatternLayout",
+            f"{key}.layout.ConversionPattern={_PATTERN}",
+        ]
+        if appender.filtered:
+            lines += [f"{key}.{setting}={value}" for setting, value in _shipped_log4j1_filters()]
+    names = ", ".join(f"{a.name[0].lower()}{a.name[1:]}" for a in appenders)
+    lines += [
+        "log4j.logger.kafka=INFO",
+        "log4j.logger.org.apache.kafka=INFO",
+        f"log4j.logger.kafka.request.logger={level}, {names}",
+        "log4j.additivity.kafka.request.logger=false",
+    ]
+    return "".join(f"{line}\n" for line in lines)
 
-log4j.appender.kafkaAppender=org.apache.log4j.RollingFileAppender
-log4j.appender.kafkaAppender.File={logs / "server.log"}
-log4j.appender.kafkaAppender.MaxFileSize=50MB
-log4j.appender.kafkaAppender.MaxBackupIndex=2
-log4j.appender.kafkaAppender.layout=org.apache.log4j.PatternLayout
-log4j.appender.kafkaAppender.layout.ConversionPattern={_PATTERN}
 
-log4j.appender.requestAppender=org.apache.log4j.RollingFileAppender
-log4j.appender.requestAppender.File={logs / "kafka-request.log"}
-log4j.appender.requestAppender.MaxFileSize={max_bytes}
-log4j.appender.requestAppender.MaxBackupIndex={backups}
-log4j.appender.requestAppender.layout=org.apache.log4j.PatternLayout
-log4j.appender.requestAppender.layout.ConversionPattern={_PATTERN}
-
-log4j.logger.kafka=INFO
-log4j.logger.org.apache.kafka=INFO
-log4j.logger.kafka.request.logger={level}, requestAppender
-log4j.additivity.kafka.request.logger=false
-"""
-
-
-def _log4j2_yaml(logs: Path, max_bytes: int, backups: int, level: str, filters: dict[str, Any] | None) -> str:
-    filters_yaml = ""
-    if filters is not None:
-        dumped = yaml.safe_dump({"Filters": filters}, sort_keys=False, default_flow_style=False)
-        filters_yaml = "".join(f"        {line}\n" for line in dumped.splitlines())
-    return f"""\
-Configuration:
-  Properties:
-    Property:
-      - name: "logPattern"
-        value: "{_PATTERN}"
-  Appenders:
-    RollingFile:
-      - name: KafkaAppender
-        fileName: "{logs / "server.log"}"
-        filePattern: "{logs / "server.log"}.%i"
-        PatternLayout:
-          pattern: "${{logPattern}}"
-        SizeBasedTriggeringPolicy:
-          size: "50 MB"
-        DefaultRolloverStrategy:
-          max: 2
-      - name: RequestAppender
-        fileName: "{logs / "kafka-request.log"}"
-        filePattern: "{logs / "kafka-request.log"}.%i"
-        PatternLayout:
-          pattern: "${{logPattern}}"
-        SizeBasedTriggeringPolicy:
-          size: "{max_bytes}"
-        DefaultRolloverStrategy:
-          max: {backups}
-          fileIndex: min
-{filters_yaml}  Loggers:
-    Root:
-      level: INFO
-      AppenderRef:
-        - ref: KafkaAppender
-    Logger:
-      - name: kafka
-        level: INFO
-      - name: org.apache.kafka
-        level: INFO
-      - name: kafka.request.logger
-        level: {level}
-        additivity: false
-        AppenderRef:
-          ref: RequestAppender
-"""
+def _log4j2_config(
+    logs: Path, appenders: list[_RequestAppender], max_bytes: int, backups: int, level: str
+) -> dict[str, Any]:
+    request_appenders = []
+    for appender in appenders:
+        path = str(appender.directory / "kafka-request.log")
+        request_appenders.append(
+            {
+                "name": appender.name,
+                "fileName": path,
+                "filePattern": f"{path}.%i",
+                "PatternLayout": {"pattern": "${logPattern}"},
+                "SizeBasedTriggeringPolicy": {"size": str(max_bytes)},
+                "DefaultRolloverStrategy": {"max": backups, "fileIndex": "min"},
+                **({"Filters": _shipped_log4j2_filters()} if appender.filtered else {}),
+            }
+        )
+    server = str(logs / "server.log")
+    return {
+        "Configuration": {
+            "Properties": {"Property": [{"name": "logPattern", "value": _PATTERN}]},
+            "Appenders": {
+                "RollingFile": [
+                    {
+                        "name": "KafkaAppender",
+                        "fileName": server,
+                        "filePattern": f"{server}.%i",
+                        "PatternLayout": {"pattern": "${logPattern}"},
+                        "SizeBasedTriggeringPolicy": {"size": "50 MB"},
+                        "DefaultRolloverStrategy": {"max": 2},
+                    },
+                    *request_appenders,
+                ]
+            },
+            "Loggers": {
+                "Root": {"level": "INFO", "AppenderRef": [{"ref": "KafkaAppender"}]},
+                "Logger": [
+                    {"name": "kafka", "level": "INFO"},
+                    {"name": "org.apache.kafka", "level": "INFO"},
+                    {
+                        "name": "kafka.request.logger",
+                        "level": level,
+                        "additivity": False,
+                        "AppenderRef": [{"ref": a.name} for a in appenders],
+                    },
+                ],
+            },
+        }
+    }
