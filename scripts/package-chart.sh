@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Copies the alert rules (alerts/*.rules.yaml) and Grafana dashboards (dashboards/grafana/*.json) into the Helm
-# chart (helm/kafka-client-exporter/files/), removing copies whose source is gone. The copies are committed so
-# the chart installs from a checkout or a packaged .tgz as it is; tests/deployment/helm fails when they differ from the
-# sources, naming this script. It also regenerates the `config` part of the chart's values.schema.json from the
-# exporter's settings model. Run it after changing an alert rule file, a dashboard or a setting.
+# Renders the alert rules and their promtool unit tests (alerts/kafka-client-exporter.rules.yaml, alerts/tests/) from
+# alerts/templates/ with the tunables of alerts/config.yaml (kafka_double/alert_rules.py), then copies the rules'
+# templates, that config and the Grafana dashboards (dashboards/grafana/*.json) into the Helm chart
+# (helm/kafka-client-exporter/files/), removing copies whose source is gone: the chart renders the same templates with
+# its values over the same config. The rendered files and the copies are committed so that Prometheus loads the rules,
+# and the chart installs from a checkout or a packaged .tgz, as they are; the tests fail when they differ from their
+# sources, naming this script. It also regenerates the parts of the chart's values.schema.json that follow the code:
+# `config` from the exporter's settings model, `prometheusRule.rules` from alerts/config.yaml. Run it after changing
+# an alert template or setting, a dashboard or an exporter setting.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chart_files=helm/kafka-client-exporter/files
@@ -21,9 +25,12 @@ sync_dir() {  # sync_dir SOURCE_GLOB_DIR PATTERN TARGET_DIR
   done
 }
 
-sync_dir alerts '*.rules.yaml' "$chart_files/alerts"
+# The checkout's own packages, whatever the venv's editable install points at.
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+.venv/bin/python -m kafka_double.alert_rules --chart-values-schema helm/kafka-client-exporter/values.schema.json
+
+sync_dir alerts/templates '*.rules.yaml' "$chart_files/alerts"
+cp alerts/config.yaml "$chart_files/alerts/config.yaml"
 sync_dir dashboards/grafana '*.json' "$chart_files/dashboards"
 
-# The checkout's own exporter package, whatever the venv's editable install points at.
-PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m exporter.config.json_schema \
-  --chart-values-schema helm/kafka-client-exporter/values.schema.json
+.venv/bin/python -m exporter.config.json_schema --chart-values-schema helm/kafka-client-exporter/values.schema.json

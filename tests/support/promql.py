@@ -175,6 +175,8 @@ def rule_exprs() -> Iterator[tuple[str, str]]:
 
 # Target labels Prometheus attaches to every scraped series.
 PROMETHEUS_LABELS = frozenset({"job", "instance"})
+# Series Prometheus itself writes for every target (its health), which the rules may read: only those labels.
+PROMETHEUS_SERIES = frozenset({"up"})
 
 
 def catalog_problems(where: str, names: Iterable[str], uses: Iterable[LabelUse]) -> list[str]:
@@ -183,7 +185,7 @@ def catalog_problems(where: str, names: Iterable[str], uses: Iterable[LabelUse])
     problems = [
         f"{where}: {name} is not in the catalog{_suffix_hint(name)}"
         for name in sorted(set(names))
-        if name not in BY_SAMPLE_NAME
+        if name not in BY_SAMPLE_NAME and name not in PROMETHEUS_SERIES
     ]
     for use in uses:
         for metric in sorted(use.metrics & BY_SAMPLE_NAME.keys()):

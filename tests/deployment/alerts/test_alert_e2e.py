@@ -13,29 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from kafka_double.alert_rules import every, merge, write_rules
 from kafka_double.clients import ClientKind, start_client
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.mbean_host import free_port
 from kafka_double.prometheus_process import running_prometheus
-from tests.support.promql import RULES_FILE
 
 pytestmark = pytest.mark.slow
 ALERT = "KafkaClientBelowMinimumVersion"
 
 
 def short_for_rules(target: Path) -> Path:
-    """The shipped rules with every `for:` cut to 5s: the expressions under test are the shipped ones, only the
-    waiting is shortened so the test takes seconds instead of 15 minutes."""
-    rules = yaml.safe_load(RULES_FILE.read_text())
-    for group in rules["groups"]:
-        for rule in group["rules"]:
-            if "for" in rule:
-                rule["for"] = "5s"
-    target.write_text(yaml.safe_dump(rules))
-    return target
+    """The shipped rules with every `for:` and `keep_firing_for:` cut to 5s (alerts/config.yaml's settings): the
+    expressions under test are the shipped ones, only the waiting is shortened so the test takes seconds instead of
+    15 minutes."""
+    return write_rules(target, merge(every("for", "5s"), every("keepFiringFor", "5s")))
 
 
 def api(url: str) -> Any:

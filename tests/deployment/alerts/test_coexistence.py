@@ -256,5 +256,11 @@ def test_without_the_job_matcher_and_the_rename_kafka_exporter_would_fire_releas
     rules_file.write_text(yaml.safe_dump(old_rules))
     skew = expected("KafkaBrokerReleaseSkew", {"kafka_cluster": "stage"}, value="2")
     firing = {("KafkaBrokerReleaseSkew", at): [skew] for at in ("12h30m", "23h50m")}
+    # And the Confluent broker's jmx_exporter, which Prometheus cannot scrape for an hour, would be our exporter down.
+    jmx_down = expected("KafkaClientExporterDown", {"job": "kafka-jmx", "instance": "broker-1:1234"})
+    jmx_down["exp_annotations"]["description"] = (
+        f"Prometheus has failed to scrape broker-1:1234 (job kafka-jmx) for {ALERTS['KafkaClientExporterDown']['for']}."
+    )
+    firing[("KafkaClientExporterDown", "6h30m")] = [jmx_down]
     series_ = kafka_exporter_series() + jmx_exporter_series() + our_series(broker_info="kafka_broker_info")
     run_promtool(tmp_path, series_, firing, rules_file)

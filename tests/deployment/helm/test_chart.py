@@ -284,7 +284,8 @@ def sources(directory: str, pattern: str) -> dict[str, bytes]:
 
 def test_packaged_copies_equal_their_sources() -> None:
     for source_dir, pattern, copy_dir in (
-        ("alerts", "*.rules.yaml", "files/alerts"),
+        ("alerts/templates", "*.rules.yaml", "files/alerts"),
+        ("alerts", "config.yaml", "files/alerts"),
         ("dashboards/grafana", "*.json", "files/dashboards"),
     ):
         expected = sources(source_dir, pattern)

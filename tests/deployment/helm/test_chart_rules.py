@@ -1,5 +1,6 @@
-"""The PrometheusRules of the chart: the rules files with the documented substitutions (job selector, runbook
-location, per-alert overrides) and nothing else, each substitution on its own, and promtool accepting the result."""
+"""The PrometheusRules of the chart: the rules templates rendered as alerts/ renders them (alerts/config.yaml's
+settings, or the values' over them), with the documented substitutions (job selector, runbook location, per-alert
+overrides) and nothing else, each substitution on its own, and promtool accepting the result."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kafka_double.alert_rules import RULES_NAME, load_settings, render_rules
 from tests.deployment.helm.chart import ALL_TOGGLES, CHART, PACKAGING, ROOT, Helm, by_kind, render
 from tests.support.promql import promtool
 
@@ -101,6 +103,41 @@ def test_the_inventory_age_limit_is_set_in_its_alert_only(helm: Helm) -> None:
     assert rendered_specs(helm, "--set", "prometheusRule.inventoryMaxAgeSeconds=7200") == expected(change)
 
 
+def rendered_with(overrides: dict[str, dict[str, object]]) -> dict[str, Spec]:
+    """What scripts/package-chart.sh would have rendered into alerts/ with these settings over alerts/config.yaml."""
+    return {f"alerts/{RULES_NAME}": yaml.safe_load(render_rules(load_settings(overrides=overrides)))}
+
+
+@pytest.mark.parametrize(
+    ("setting", "overrides"),
+    [
+        ("KafkaClientDeprecatedRequests.window=1h", {"KafkaClientDeprecatedRequests": {"window": "1h"}}),
+        ("KafkaClientDeprecatedRequests.for=1h30m", {"KafkaClientDeprecatedRequests": {"for": "1h30m"}}),
+        (
+            "KafkaClientBelowMinimumVersion.keepFiringFor=30m",
+            {"KafkaClientBelowMinimumVersion": {"keepFiringFor": "30m"}},
+        ),
+        ("KafkaClientInventoryStale.maxAgeSeconds=7200", {"KafkaClientInventoryStale": {"maxAgeSeconds": 7200}}),
+        ("KafkaClientExporterDown.lookback=3h", {"KafkaClientExporterDown": {"lookback": "3h"}}),
+    ],
+)
+def test_a_setting_renders_as_alerts_config_renders_it(helm: Helm, setting: str, overrides: dict) -> None:
+    assert rendered_specs(helm, "--set", f"prometheusRule.rules.{setting}") == rendered_with(overrides)
+
+
+def test_settings_from_a_values_file_keep_their_numbers_whole(helm: Helm, tmp_path: Path) -> None:
+    # YAML numbers reach the template as floats, which Go prints as 1e+06.
+    values = tmp_path / "settings.values.yaml"
+    rules = {"KafkaClientInventoryStale": {"maxAgeSeconds": 1000000, "for": "1h"}}
+    values.write_text(yaml.safe_dump({"prometheusRule": {"rules": rules}}))
+    assert rendered_specs(helm, "--values", str(values)) == rendered_with(rules)
+
+
+def test_a_maximum_age_in_rules_wins_over_the_older_inventory_max_age_seconds(helm: Helm) -> None:
+    args = "prometheusRule.inventoryMaxAgeSeconds=7200,prometheusRule.rules.KafkaClientInventoryStale.maxAgeSeconds=600"
+    assert rendered_specs(helm, "--set", args) == rendered_with({"KafkaClientInventoryStale": {"maxAgeSeconds": 600}})
+
+
 def test_the_default_job_selector_is_the_scrape_job(helm: Helm) -> None:
     assert rendered_specs(helm, release="kce") == expected(selector_of('job="kce-kafka-client-exporter"'))
     assert rendered_specs(helm, "--set", "fullnameOverride=kafka-clients") == expected(
@@ -168,7 +205,7 @@ def disable(name: str) -> Transform:
             "KafkaClientDeprecatedRequests.for=1h30m",
             override("KafkaClientDeprecatedRequests", lambda r: r.update({"for": "1h30m"})),
         ),
-        # An alert without `for` gets one.
+        # An alert that fires at once (for: 0s) can wait.
         (
             "KafkaClientMetricsAuthorizationFailed.for=30m",
             override("KafkaClientMetricsAuthorizationFailed", lambda r: r.update({"for": "30m"})),
@@ -208,6 +245,16 @@ def test_an_override_of_an_unknown_alert_fails_naming_the_alerts(helm: Helm) -> 
         ("prometheusRule.rules.KafkaClientNotAllowed.for=soon", "/prometheusRule/rules/KafkaClientNotAllowed/for"),
         ("prometheusRule.rules.KafkaClientNotAllowed.disable=true", "disable"),
         ("prometheusRule.runbookBaseUrl=wiki/runbook", "/prometheusRule/runbookBaseUrl"),
+        # A setting of another alert, a threshold that is not a duration, an age under a minute.
+        ("prometheusRule.rules.KafkaClientDeniedVersion.window=1h", "window"),
+        (
+            "prometheusRule.rules.KafkaClientDeprecatedRequests.window=soon",
+            "/prometheusRule/rules/KafkaClientDeprecatedRequests/window",
+        ),
+        (
+            "prometheusRule.rules.KafkaClientInventoryStale.maxAgeSeconds=10",
+            "/prometheusRule/rules/KafkaClientInventoryStale/maxAgeSeconds",
+        ),
     ],
 )
 def test_wrong_rule_settings_are_rejected(helm: Helm, setting: str, complaint: str) -> None:
