@@ -8,7 +8,8 @@ product judges.
   (metadata.version 3.9-IV0); nodes 2 and 3 then start under 4.4.0 over it, as a rolling upgrade restarts each
   node under the new release. The mix is legal because metadata.version stays 3.9-IV0 until the upgrade is
   finalized (``kafka-features.sh upgrade --release 4.4``). Remote JMX with a password on each node, the request log
-  at DEBUG in its own file (each release's own log4j format), as real_kafka sets them up.
+  in its own file (each release's own log4j format) as broker-config/ ships it: one line per connection (its
+  ApiVersions request) and the requests in deprecated versions, what production can afford.
 - Topic ``demo``, which every producer of kafka_double.clients writes to, with its one replica on node 1: the
   legacy client's Produce v2 goes to the one broker that still serves it. Topic ``demo-replicated``, three partitions
   on every node: the brokers' replica fetchers, which send no ApiVersions, connect to each other as they do in any
@@ -67,6 +68,7 @@ from demo.common import (
     interruptible,
     wait_exporter_ready,
 )
+from exporter.request_logs.log_kinds import LogKind
 from kafka_double.clients import KCAT_TOPIC, ClientKind, ClientMix, ClientSpec, start_client
 from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.ports import free_ports
@@ -447,14 +449,20 @@ def running_real_demo(
         shutil.rmtree(data_dir / previous, ignore_errors=True)
     jmx = JmxAuth(JMX_USER, secrets.token_urlsafe(16))
     password_file = _private_file(data_dir / "jmx-password", jmx.password)
+    # The request log production can afford (broker-config/): what the newcomer sees is what it tells.
+    request_log = LogKind.API_VERSIONS_AND_INFO
     if rolling_upgrade:
         plans = ROLLING_NODES
-        options = NodeOptions(jmx_auth=jmx, extra_properties=ROLLING_PROPERTIES)
+        options = NodeOptions(jmx_auth=jmx, extra_properties=ROLLING_PROPERTIES, request_log=request_log)
     else:
-        plans, options = NODES, NodeOptions(jmx_auth=jmx)
+        plans, options = NODES, NodeOptions(jmx_auth=jmx, request_log=request_log)
     cluster = UpgradingCluster(data_dir / "kafka", options, plans)
     releases = ", ".join(f"{plan.release}{' (controller)' if plan.controller else ''}" for plan in plans)
     say(f"demo: starting Apache Kafka's own brokers: {releases}, one KRaft cluster, under {cluster.directory} ...")
+    say(
+        "demo: each broker's request log is the one broker-config/ ships: a line per connection (its ApiVersions "
+        "request: clientId, principal, host, software) and the requests in deprecated versions"
+    )
     with contextlib.ExitStack() as running:
         running.callback(cluster.stop)
         cluster.begin_format()

@@ -46,6 +46,8 @@ from kafka.admin import NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__ as EXPORTER_VERSION
+from exporter.kafka_releases.broker_channels import is_broker_channel_client_id
+from exporter.request_logs.layout import CLIENT_KEY
 from kafka_double.clients import ClientKind, RealClient, start_client
 from kafka_double.exporter_process import REPO_ROOT, running_exporter, write_config
 from kafka_double.ports import free_port
@@ -439,6 +441,8 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         extra_properties=BROKER_PROPERTIES,
         request_log_max_bytes=REQUEST_LOG_MAX_BYTES,
         request_log_backups=REQUEST_LOG_BACKUPS,
+        # The log broker-config/ ships, written from the same requests: the last chapter compares what it tells.
+        request_log_copy=True,
     )
     cluster = KafkaCluster(directory / "kafka", FROM, nodes=3, options=options)
     with contextlib.ExitStack() as running:
@@ -1023,3 +1027,46 @@ def test_the_inventory_across_the_kill_reads_every_line_once_and_names_the_refus
         f"inventory rejections: {len(rejections)} refused Produce v2, by connection {sorted(by_connection)}, "
         f"{len(by_host)} by host only"
     )
+
+
+def test_the_log_at_one_line_per_connection_names_the_same_clients_and_blockers(story: Story) -> None:
+    """The ApiVersions + INFO log (broker-config/'s filters), written by the same nodes from the same requests
+    through the roll (3.9.2's log4j 1, then 4.4.0's log4j2): its clients table names every client the full DEBUG
+    log names, with the same identity columns, except the brokers' own replica fetchers, which send no ApiVersions
+    (and which the exporter never shows as clients). The 0.10.2.2 producer's Produce v2 is still an upgrade blocker,
+    and the refused 0.10.1.1 producer is still found by its host."""
+    full_output = story.directory / "inventory-full"
+    assert (full_output / "current" / "clients.csv").exists(), "the previous chapter's full run is missing"
+    # Each node's filtered request log and its server.log, which a broker writes beside it (the rejections' source).
+    copies = [
+        path
+        for node in story.cluster.nodes.values()
+        for path in (str(node.logs.copy_directory), str(node.logs.directory / "server.log*"))
+    ]
+    filtered_output, filtered_log = story.directory / "inventory-filtered", story.directory / "inventory-filtered.log"
+    with _inventory(copies, filtered_output, filtered_log, incremental=False) as run:
+        finished(run, filtered_log, 240)
+    filtered_run = json.loads((filtered_output / "current" / "run.json").read_text())
+    full_run = json.loads((full_output / "current" / "run.json").read_text())
+    assert {e["kind"] for e in filtered_run["request_logs"]} == {"api_versions_and_info"}, filtered_run
+    assert {e["kind"] for e in full_run["request_logs"]} == {"full_debug"}, full_run
+
+    def identities(output: Path) -> set[tuple[str, ...]]:
+        rows = read_csv(output / "current" / "clients.csv")
+        return {tuple(r[c] for c in CLIENT_KEY) for r in rows if not is_broker_channel_client_id(r["client_id"])}
+
+    full_ids, filtered_ids = identities(full_output), identities(filtered_output)
+    assert filtered_ids == full_ids, (sorted(full_ids - filtered_ids), sorted(filtered_ids - full_ids))
+    story.journal.note(
+        f"ApiVersions + INFO log: {filtered_run['lines']} lines against {full_run['lines']} for full DEBUG, "
+        f"the same {len(full_ids)} client identities"
+    )
+
+    blockers = [r for r in read_csv(filtered_output / "current" / "upgrade_impact.csv") if r["kind"] == "api_version"]
+    assert any(
+        r["client_id"] == LEGACY[ClientKind.JAVA_0_10_2] and r["api_name"] == "Produce" and "2" in r["versions_used"]
+        for r in blockers
+    ), blockers
+    rejections = read_csv(filtered_output / "current" / "rejections.csv")
+    by_host = [r for r in rejections if r["api_name"] == "Produce" and r["matched_by"] == "host"]
+    assert any(LEGACY[ClientKind.JAVA_0_10_1] in r["client_id"].split(",") for r in by_host), rejections
