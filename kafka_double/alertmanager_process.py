@@ -8,17 +8,22 @@ import contextlib
 import copy
 import json
 import subprocess
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from kafka_double.exporter_process import REPO_ROOT
 from kafka_double.mbean_host import free_port
 from kafka_double.prometheus_process import built
+
+T = TypeVar("T")
 
 ALERTMANAGER = REPO_ROOT / ".tools" / "alertmanager" / "alertmanager"
 AMTOOL = REPO_ROOT / ".tools" / "alertmanager" / "amtool"
@@ -120,3 +125,113 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path, timeout:
                 return
         time.sleep(0.3)
     raise RuntimeError(f"alertmanager did not answer {base}/-/ready within {timeout:.0f} s")
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One message Alertmanager sent: to which integration (slack, pagerduty or webhook) of which receiver, the
+    JSON body as that integration gets it, and when it arrived (time.monotonic())."""
+
+    kind: str
+    receiver: str
+    body: dict[str, Any]
+    received_at: float
+
+    @property
+    def status(self) -> str:
+        """firing or resolved (the group's, as Alertmanager says it: firing while one of its alerts fires)."""
+        if self.kind == "webhook":
+            return str(self.body["status"])
+        if self.kind == "pagerduty":
+            return "resolved" if self.body.get("event_action") == "resolve" else "firing"
+        return "resolved" if self.slack_title.startswith("[RESOLVED") else "firing"
+
+    @property
+    def group_labels(self) -> dict[str, str]:
+        """The webhook's group labels (alertname, kafka_cluster); the other integrations carry none."""
+        return dict(self.body.get("groupLabels", {}))
+
+    @property
+    def slack_title(self) -> str:
+        return str(self.body["attachments"][0]["title"]) if self.kind == "slack" else ""
+
+    @property
+    def slack_text(self) -> str:
+        return str(self.body["attachments"][0]["text"]) if self.kind == "slack" else ""
+
+
+class AlertReceiver:
+    """Alertmanager's destinations on 127.0.0.1, for local_receivers(): a Slack incoming webhook, PagerDuty's events
+    API and a plain webhook, each answering as the real one does and recording what it got. ``on_notification`` is
+    called with each (the demo prints the Slack messages)."""
+
+    def __init__(self, on_notification: Callable[[Notification], None] | None = None) -> None:
+        self._notifications: list[Notification] = []
+        self._changed = threading.Condition()
+        self._on_notification = on_notification
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                parts = self.path.strip("/").split("/")
+                if len(parts) != 2 or parts[0] not in ("slack", "pagerduty", "webhook"):
+                    self.send_error(404)
+                    return
+                receiver._record(Notification(parts[0], parts[1], body, time.monotonic()))
+                # PagerDuty's events API answers 202 with a status; Slack answers "ok"; both are 2xx for Alertmanager.
+                answer = b'{"status":"success","message":"Event processed"}' if parts[0] == "pagerduty" else b"ok"
+                self.send_response(202 if parts[0] == "pagerduty" else 200)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="alert-receiver", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> AlertReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)
+
+    def _record(self, notification: Notification) -> None:
+        with self._changed:
+            self._notifications.append(notification)
+            self._changed.notify_all()
+        if self._on_notification is not None:
+            self._on_notification(notification)
+
+    def notifications(self, kind: str | None = None, receiver: str | None = None) -> list[Notification]:
+        with self._changed:
+            return [
+                n
+                for n in self._notifications
+                if (kind is None or n.kind == kind) and (receiver is None or n.receiver == receiver)
+            ]
+
+    def wait_for(self, check: Callable[[list[Notification]], T | None], timeout: float, what: str) -> T:
+        """``check(every notification so far)``'s first truthy value, evaluated at each arrival; TimeoutError naming
+        ``what`` and what did arrive when none comes within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = check(list(self._notifications))
+                if found:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    arrived = [(n.kind, n.receiver, n.status, n.group_labels) for n in self._notifications]
+                    raise TimeoutError(f"no {what} within {timeout:.0f} s; arrived: {arrived}")
+                self._changed.wait(left)

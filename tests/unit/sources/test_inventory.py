@@ -4,23 +4,20 @@ holds at most max_loaded_identities rows; the join exports identities of live pa
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from exporter.config.settings import ClusterInventory
 from exporter.judging.identities import join_identities
-from exporter.request_logs.layout import CLIENTS_COLUMNS, FORMAT, UPGRADE_IMPACT_COLUMNS
+from exporter.request_logs.layout import UPGRADE_IMPACT_COLUMNS
 from exporter.snapshot import CLUSTER_BROKER, InventoryReading, JudgedClient, Reading, SourceKey, SourceResult
 from exporter.sources.base import Reason, SourceError
 from exporter.sources.inventory import InventorySource, load_publication
+from tests.support.inventory_publication import publish, spark_csv_line
 
 CLIENTS = [
     ["orders", "User:CN=orders", "10.0.0.5", "SSL", "apache-kafka-java", "3.9.0", "2026-01-01T10:00:00.000",
@@ -32,33 +29,6 @@ CLIENTS = [
     ["billing", "User:CN=billing", "10.0.0.8", "SSL", "apache-kafka-java", "3.9.0", "2026-01-01T10:05:00.000",
      "2026-01-01T10:55:00.000", "300", "2"],
 ]  # fmt: skip
-
-
-def spark_csv_line(row: Sequence[str | None]) -> str:
-    """A row as the job's CSV writer (Spark) gives it: a null is an empty field, an empty string is "" (Python's
-    csv.writer writes both as an empty field)."""
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerow(["\0" if value == "" else value for value in row])
-    return out.getvalue().replace("\0", '""')
-
-
-def publish(directory: Path, run_id: str, rows: list[list[str]] | list[list[str | None]], **pointer: object) -> None:
-    """A publication as the job leaves it: the run's directory with clients.csv, then publication.json."""
-    run_dir = directory / "runs" / run_id
-    run_dir.mkdir(parents=True)
-    with (run_dir / "clients.csv").open("w", encoding="utf-8", newline="") as handle:
-        handle.write(spark_csv_line(CLIENTS_COLUMNS))
-        handle.writelines(spark_csv_line(row) for row in rows)
-    document = {
-        "format": FORMAT,
-        "run_id": run_id,
-        "run_dir": f"runs/{run_id}",
-        "finished": "2026-01-01T12:00:00+00:00",
-        "log_time_range": {"first": "2026-01-01 10:00:00.000", "last": "2026-01-01 11:00:00.000"},
-        **pointer,
-    }
-    (directory / "publication.tmp").write_text(json.dumps(document), encoding="utf-8")
-    os.replace(directory / "publication.tmp", directory / "publication.json")
 
 
 async def _poll(source: InventorySource) -> Reading | None:
