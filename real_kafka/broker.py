@@ -63,9 +63,9 @@ class NodeOptions:
     jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS
     request_log_max_bytes: int = 10 * 1024 * 1024
     request_log_backups: int = 5
-    #: Which request log the node writes (broker-config/ ships the ApiVersions + INFO one).
+    #: Which request log the node writes (broker-config/ ships the identities + INFO one).
     request_log: LogKind = LogKind.FULL_DEBUG
-    #: A full DEBUG node also writes the ApiVersions + INFO log, from the same requests, in ``<node>/request-log-copy``
+    #: A full DEBUG node also writes the identities + INFO log, from the same requests, in ``<node>/request-log-copy``
     #: (outside ``logs/``, so a run over the node's logs does not read it).
     request_log_copy: bool = False
     extra_properties: Mapping[str, str] = field(default_factory=dict)

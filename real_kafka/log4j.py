@@ -5,7 +5,7 @@
 * ``server.log``: every logger at INFO (the root logger, as shipped);
 * ``kafka-request.log``: ``kafka.request.logger`` not additive, rolled by size instead of by the hour so that a test
   can make it rotate, in one of the three kinds of ``exporter.request_logs.log_kinds``: full DEBUG (the default),
-  ApiVersions + INFO with the appender filters of the files the project ships in ``broker-config/`` (read from
+  identities + INFO with the appender filters of the files the project ships in ``broker-config/`` (read from
   them, so the tests run what users copy), or INFO only.
 """
 
@@ -33,7 +33,7 @@ class LogFiles:
 
     directory: Path
     jvm_option: str
-    #: Where the ApiVersions + INFO copy of the request log goes, when the node writes one beside its own.
+    #: Where the identities + INFO copy of the request log goes, when the node writes one beside its own.
     copy_directory: Path | None = None
 
     @property
@@ -64,14 +64,14 @@ def write_logging_config(
 ) -> LogFiles:
     """Write the configuration under ``config_dir`` for logs in ``logs_dir``; the request log rolls at
     ``request_log_max_bytes`` keeping ``request_log_backups`` old files (``kafka-request.log.1`` ...). With
-    ``copy_dir``, a full DEBUG node also writes the ApiVersions + INFO log there, from the same requests: the two
+    ``copy_dir``, a full DEBUG node also writes the identities + INFO log there, from the same requests: the two
     kinds can then be compared over the very same traffic."""
     if request_log == LogKind.UNKNOWN:
         raise ValueError(f"request_log: {request_log!r} is no kind a broker can be configured to write")
     if copy_dir is not None and request_log != LogKind.FULL_DEBUG:
         raise ValueError(f"copy_dir: a filtered copy is written beside a full DEBUG log only, not {request_log}")
     logs_dir.mkdir(parents=True, exist_ok=True)
-    appenders = [_RequestAppender("RequestAppender", logs_dir, request_log == LogKind.API_VERSIONS_AND_INFO)]
+    appenders = [_RequestAppender("RequestAppender", logs_dir, request_log == LogKind.IDENTITIES_AND_INFO)]
     if copy_dir is not None:
         copy_dir.mkdir(parents=True, exist_ok=True)
         appenders.append(_RequestAppender("RequestCopyAppender", copy_dir, True))

@@ -260,7 +260,7 @@ def _report_data(
                 kind.directory,
                 log_kinds.TITLES[kind.kind],
                 str(kind.files),
-                f"{kind.levels.api_versions_debug:,}",
+                f"{kind.levels.identity_debug:,}",
                 f"{kind.levels.other_debug:,}",
                 f"{kind.levels.info:,}",
                 "; ".join(log_kinds.CANNOT_TELL[kind.kind]) or "nothing left out",

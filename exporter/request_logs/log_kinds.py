@@ -3,13 +3,18 @@
 A broker's ``kafka.request.logger`` writes one of three logs (broker-config/ ships the middle one):
 
 * **full DEBUG**: a line per request, DEBUG, or INFO for a request in a deprecated API version;
-* **ApiVersions + INFO**: the appender's filters keep each connection's ApiVersions request (DEBUG, API key 18) and
-  every INFO line;
+* **identities + INFO**: the appender's filters keep the DEBUG lines of the requests that say who a client is, and
+  every INFO line. Those requests are ApiVersions (API key 18), which a client sends on each new connection with its
+  software name and version (KIP-511), and Metadata (API key 3): a client that sends ApiVersions before it
+  authenticates with SASL (librdkafka does) is answered by the authenticator, never logged
+  (``SaslServerAuthenticator.handleApiVersionsRequest``, 4.3.0 lines 528-529 and 572-581), and its first logged
+  request is Metadata, which every client then repeats at each metadata refresh (five minutes by default);
 * **INFO only**: the logger at INFO writes only the deprecated-version requests (3.9.1 and later).
 
-The kind is read from the lines' levels and API keys: a DEBUG line of another API than ApiVersions means full
-DEBUG; DEBUG lines that are all ApiVersions mean the filtered log; INFO lines alone, INFO only. A filtered log over a
-time when no connection opened holds only INFO lines and reads as INFO only, which is what it could tell then.
+The kind is read from the lines' levels and API keys: a DEBUG line of another API than those two means full DEBUG;
+DEBUG lines that are all of them mean the filtered log; INFO lines alone, INFO only. A filtered log over a time when
+no client connected or refreshed its metadata holds only INFO lines and reads as INFO only, which is what it could
+tell then.
 
 Kept free of Spark: the job classifies per-file counts it aggregated, the exporter reads the published result.
 """
@@ -21,10 +26,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
+#: The API keys whose DEBUG lines the filtered log keeps: ApiVersions and Metadata.
+IDENTITY_API_KEYS = (18, 3)
+
 
 class LogKind(StrEnum):
     FULL_DEBUG = "full_debug"
-    API_VERSIONS_AND_INFO = "api_versions_and_info"
+    IDENTITIES_AND_INFO = "identities_and_info"
+    API_VERSIONS_AND_INFO = "identities_and_info"  # the bench's name until it is moved over (an alias)
     INFO_ONLY = "info_only"
     #: Lines were read but none tells the logger's level (no usable request line), or an older job version read
     #: them and kept no levels.
@@ -33,7 +42,7 @@ class LogKind(StrEnum):
 
 TITLES: Mapping[LogKind, str] = {
     LogKind.FULL_DEBUG: "full DEBUG",
-    LogKind.API_VERSIONS_AND_INFO: "ApiVersions + INFO",
+    LogKind.IDENTITIES_AND_INFO: "identities + INFO",
     LogKind.INFO_ONLY: "INFO only",
     LogKind.UNKNOWN: "unknown",
 }
@@ -41,11 +50,13 @@ TITLES: Mapping[LogKind, str] = {
 #: What the inventory's tables cannot say when read from such a log.
 CANNOT_TELL: Mapping[LogKind, tuple[str, ...]] = {
     LogKind.FULL_DEBUG: (),
-    LogKind.API_VERSIONS_AND_INFO: (
-        "request counts per API and version: requests counts only the ApiVersions and deprecated-version lines",
-        "which APIs a client uses in current versions (api_usage lists ApiVersions and deprecated versions only)",
+    LogKind.IDENTITIES_AND_INFO: (
+        "request counts per API and version: requests counts only the ApiVersions, Metadata and deprecated-version "
+        "lines",
+        "which APIs a client uses in current versions (api_usage lists ApiVersions, Metadata and deprecated "
+        "versions only)",
         "consumer groups' protocols (JoinGroup and SyncGroup are not kept)",
-        "clients whose connections opened before the filtered log began, until they reconnect",
+        "clients connected before the filtered log began, until they reconnect or refresh their metadata",
     ),
     LogKind.INFO_ONLY: (
         "who runs each client software version: only clients sending a deprecated API version are named",
@@ -61,11 +72,11 @@ CANNOT_TELL: Mapping[LogKind, tuple[str, ...]] = {
 class LineLevels:
     """A log's usable request lines by what they tell of its kind."""
 
-    api_versions_debug: int = 0
+    identity_debug: int = 0
     other_debug: int = 0
     info: int = 0
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("api_versions_debug", "other_debug", "info")
+    FIELDS: ClassVar[tuple[str, ...]] = ("identity_debug", "other_debug", "info")
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> LineLevels:
@@ -81,7 +92,7 @@ class LineLevels:
 
     def __add__(self, other: LineLevels) -> LineLevels:
         return LineLevels(
-            self.api_versions_debug + other.api_versions_debug,
+            self.identity_debug + other.identity_debug,
             self.other_debug + other.other_debug,
             self.info + other.info,
         )
@@ -90,8 +101,8 @@ class LineLevels:
     def kind(self) -> LogKind:
         if self.other_debug:
             return LogKind.FULL_DEBUG
-        if self.api_versions_debug:
-            return LogKind.API_VERSIONS_AND_INFO
+        if self.identity_debug:
+            return LogKind.IDENTITIES_AND_INFO
         if self.info:
             return LogKind.INFO_ONLY
         return LogKind.UNKNOWN

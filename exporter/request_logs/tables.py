@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from exporter.request_logs import layout
 from exporter.request_logs import log_format as lf
+from exporter.request_logs.log_kinds import IDENTITY_API_KEYS
 
 CLIENT_KEY = list(layout.CLIENT_KEY)
 _USAGE_KEY = ["connection", "client_id", "principal", "listener", "api_key", "api_version"]
@@ -55,15 +56,15 @@ def line_groups(parsed: DataFrame, per_file: bool = False) -> DataFrame:
 def line_levels() -> list[Column]:
     """Aggregates of ``line_groups`` rows (a file's, a directory's) that tell which kind of request log they come
     from (``log_kinds.LineLevels``)."""
-    level, api_versions = F.col("level"), F.col("api_key") == lf.API_VERSIONS_KEY
+    level, identity = F.col("level"), F.col("api_key").isin(*IDENTITY_API_KEYS)
     usable = F.col("reason").isNull() | (F.col("reason") == lf.REASON_FORWARDED)
 
     def lines(condition: Column, name: str) -> Column:
         return F.coalesce(F.sum(F.when(usable & condition, F.col("requests"))), F.lit(0)).alias(name)
 
     return [
-        lines((level == "DEBUG") & api_versions, "api_versions_debug"),
-        lines((level == "DEBUG") & ~api_versions, "other_debug"),
+        lines((level == "DEBUG") & identity, "identity_debug"),
+        lines((level == "DEBUG") & ~identity, "other_debug"),
         lines(level == "INFO", "info"),
     ]
 

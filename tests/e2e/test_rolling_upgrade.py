@@ -1030,7 +1030,7 @@ def test_the_inventory_across_the_kill_reads_every_line_once_and_names_the_refus
 
 
 def test_the_log_at_one_line_per_connection_names_the_same_clients_and_blockers(story: Story) -> None:
-    """The ApiVersions + INFO log (broker-config/'s filters), written by the same nodes from the same requests
+    """The identities + INFO log (broker-config/'s filters), written by the same nodes from the same requests
     through the roll (3.9.2's log4j 1, then 4.4.0's log4j2): its clients table names every client the full DEBUG
     log names, with the same identity columns, except the brokers' own replica fetchers, which send no ApiVersions
     (and which the exporter never shows as clients). The 0.10.2.2 producer's Produce v2 is still an upgrade blocker,
@@ -1048,7 +1048,7 @@ def test_the_log_at_one_line_per_connection_names_the_same_clients_and_blockers(
         finished(run, filtered_log, 240)
     filtered_run = json.loads((filtered_output / "current" / "run.json").read_text())
     full_run = json.loads((full_output / "current" / "run.json").read_text())
-    assert {e["kind"] for e in filtered_run["request_logs"]} == {"api_versions_and_info"}, filtered_run
+    assert {e["kind"] for e in filtered_run["request_logs"]} == {"identities_and_info"}, filtered_run
     assert {e["kind"] for e in full_run["request_logs"]} == {"full_debug"}, full_run
 
     def identities(output: Path) -> set[tuple[str, ...]]:
@@ -1058,7 +1058,7 @@ def test_the_log_at_one_line_per_connection_names_the_same_clients_and_blockers(
     full_ids, filtered_ids = identities(full_output), identities(filtered_output)
     assert filtered_ids == full_ids, (sorted(full_ids - filtered_ids), sorted(filtered_ids - full_ids))
     story.journal.note(
-        f"ApiVersions + INFO log: {filtered_run['lines']} lines against {full_run['lines']} for full DEBUG, "
+        f"identities + INFO log: {filtered_run['lines']} lines against {full_run['lines']} for full DEBUG, "
         f"the same {len(full_ids)} client identities"
     )
 

@@ -120,6 +120,8 @@ def real_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealBroke
                 jmx_auth=JmxAuth(JMX_USER, JMX_PASSWORD),
                 request_log_max_bytes=REQUEST_LOG_MAX_BYTES,
                 request_log_backups=REQUEST_LOG_BACKUPS,
+                # The identities + INFO log beside the full one (test_real_inventory compares them).
+                request_log_copy=True,
             ),
         )
         for release in RELEASES

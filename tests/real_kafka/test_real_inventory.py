@@ -248,6 +248,20 @@ def test_the_clients_table_has_each_client_as_its_broker_logged_it(scenario: Sce
         assert clients_rows(scenario.first, client) == {expected}, client
 
 
+def test_the_log_at_one_line_per_connection_names_each_client_alike(scenario: Scenario, tmp_path: Path) -> None:
+    """Each broker also writes the identities + INFO log broker-config/ ships, from the same requests: read alone,
+    it names every driven client (SCRAM user alice on SASL_SSL, ANONYMOUS on PLAINTEXT, on 3.9.2's log4j 1 and 4.4.0's
+    log4j2) with the identity the full DEBUG log gives."""
+    copies = [str(scenario.brokers.node(release).logs.copy_directory) for release in RELEASES]
+    output = tmp_path / "filtered"
+    done = run_inventory("--input", *copies, "--output", str(output), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    filtered = Run(output, json.loads((output / "current" / "run.json").read_text(encoding="utf-8")), {})
+    assert {entry["kind"] for entry in filtered.summary["request_logs"]} == {"identities_and_info"}
+    for client in scenario.driven:
+        assert clients_rows(filtered, client) == clients_rows(scenario.first, client), client
+
+
 def test_a_request_forwarded_to_the_controller_is_not_a_client_of_it(scenario: Scenario) -> None:
     """The controller logs a forwarded request with the client's clientId and principal but on the broker's own
     connection: read as the client's, it would name the client as running the broker's software on CONTROLLER."""

@@ -309,7 +309,7 @@ def test_each_brokers_log_kind_is_told_from_its_lines_and_published_with_what_it
     assert api_versions and len(api_versions) < len(sample_lines("broker-2"))
     (logs / "filtered").mkdir()
     (logs / "filtered" / "kafka-request.log.1").write_text("".join(api_versions), encoding="utf-8")
-    expected = {"filtered": "api_versions_and_info", "full": "full_debug", "info": "info_only"}
+    expected = {"filtered": "identities_and_info", "full": "full_debug", "info": "info_only"}
 
     def kinds(output: Path) -> dict[str, str]:
         published = json.loads((output / "current" / publication.RUN_METADATA).read_text())
@@ -328,13 +328,13 @@ def test_each_brokers_log_kind_is_told_from_its_lines_and_published_with_what_it
     published = json.loads((runs.output / "current" / publication.RUN_METADATA).read_text())
     [filtered] = [e for e in published["request_logs"] if e["directory"].endswith("/filtered")]
     assert filtered["files"] == 2 and filtered["lines"] == {
-        "api_versions_debug": len(api_versions),
+        "identity_debug": len(api_versions),
         "other_debug": 0,
         "info": 1,
     }
     assert any("request counts per API" in text for text in filtered["cannot_tell"])
     report = (runs.output / "current" / "report.html").read_text()
-    assert "What the request logs could tell" in report and "ApiVersions + INFO" in report and "INFO only" in report
+    assert "What the request logs could tell" in report and "identities + INFO" in report and "INFO only" in report
 
 
 def test_a_second_run_on_the_same_output_refuses_naming_the_first(tmp_path: Path) -> None:

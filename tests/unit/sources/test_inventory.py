@@ -231,14 +231,14 @@ def test_each_directorys_log_kind_is_read_and_an_unknown_or_damaged_entry_does_n
     from exporter.request_logs.log_kinds import LogKind
 
     entries = [
-        {"directory": "file:/logs/b1", "kind": "api_versions_and_info"},
+        {"directory": "file:/logs/b1", "kind": "identities_and_info"},
         {"directory": "file:/logs/b2", "kind": "a kind of a later version"},
         {"kind": "full_debug"},
         "not an entry",
     ]
     publish(tmp_path, "r1", CLIENTS, request_logs=entries)
     assert load_publication(tmp_path, 100).request_logs == (
-        ("file:/logs/b1", LogKind.API_VERSIONS_AND_INFO),
+        ("file:/logs/b1", LogKind.IDENTITIES_AND_INFO),
         ("file:/logs/b2", LogKind.UNKNOWN),
     )
     publish(tmp_path / "older", "r1", CLIENTS)

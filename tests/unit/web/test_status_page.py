@@ -352,7 +352,7 @@ def test_the_kind_of_each_request_log_is_shown_beside_who_with_what_it_cannot_te
     from tests.unit.collectors.rich_snapshot import PROD_INVENTORY, rich_snapshot
 
     rich = rich_snapshot()
-    brokers = [(f"file:/var/log/kafka/broker-{n}", LogKind.API_VERSIONS_AND_INFO) for n in range(1, 8)]
+    brokers = [(f"file:/var/log/kafka/broker-{n}", LogKind.IDENTITIES_AND_INFO) for n in range(1, 8)]
     logs = (*brokers, ("file:/var/log/kafka/old-<b>", LogKind.INFO_ONLY))
 
     def with_logs(result):
@@ -366,7 +366,7 @@ def test_the_kind_of_each_request_log_is_shown_beside_who_with_what_it_cannot_te
     section = page.split("<ul id='request-logs-prod'>", 1)[1].split("</ul>", 1)[0]
     filtered, info_only = section.split("<li>")[1:]
     # One line per kind, however many brokers: five directories named, the rest counted.
-    assert filtered.startswith("ApiVersions + INFO request logs: <code>file:/var/log/kafka/broker-1</code>")
+    assert filtered.startswith("identities + INFO request logs: <code>file:/var/log/kafka/broker-1</code>")
     assert "broker-5</code> and 2 more" in filtered and "broker-6" not in filtered
     assert "cannot tell: request counts per API and version" in filtered
     assert "old-&lt;b&gt;" in info_only and "clients that only use current API versions" in info_only
