@@ -1,12 +1,13 @@
 """The README's main job: the demo scenario with the exporter watching it and Prometheus evaluating the shipped
-alerts. By default on Apache Kafka's own brokers (real_kafka/demo_scenario.py: one KRaft cluster in the middle of a
+alerts, which Alertmanager (the example configuration) turns into the messages it prints. By default on Apache
+Kafka's own brokers (real_kafka/demo_scenario.py: one KRaft cluster in the middle of a
 rolling upgrade from 3.9.2 to 4.4.0); with --rolling-upgrade a 3.9.2 cluster rolled to 4.4.0 while it runs
 (real_kafka/rolling_upgrade.py does the roll); with --double on the broker double (kafka_double/demo_scenario.py).
 
 Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m demo` from the repository root
 (neither the demo nor the brokers' launcher is installed with the exporter).
-Ctrl-C (or SIGTERM) stops Prometheus, the inventory job, the exporter, the clients and the brokers, each by its pid;
-nothing is left running.
+Ctrl-C (or SIGTERM) stops Alertmanager, Prometheus, the inventory job, the exporter, the clients and the brokers,
+each by its pid; nothing is left running.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=9784, help="exporter port (a free one if taken)")
     parser.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus port (a free one if taken)")
+    parser.add_argument("--alertmanager-port", type=int, default=9093, help="Alertmanager port (a free one if taken)")
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not run the inventory job (Spark) over the brokers' request logs",
     )
-    parser.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus")
+    parser.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus (nor Alertmanager)")
     args = parser.parse_args(argv)
     if args.double and args.rolling_upgrade:
         parser.error("--rolling-upgrade runs Apache Kafka's own brokers: it cannot be combined with --double")
@@ -73,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     port = args.port if port_free(args.port) else free_port()
     prometheus_port = args.prometheus_port if port_free(args.prometheus_port) else free_port()
+    alertmanager_port = args.alertmanager_port if port_free(args.alertmanager_port) else free_port()
     inventory, prometheus = not args.no_inventory, not args.no_prometheus
     scenario: contextlib.AbstractContextManager[RunningDemo]
     if args.double:
@@ -80,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         from kafka_double.demo_scenario import running_demo
 
         scenario = running_demo(
-            args.data_dir, port, inventory=inventory, prometheus=prometheus, prometheus_port=prometheus_port
+            args.data_dir,
+            port,
+            inventory=inventory,
+            prometheus=prometheus,
+            prometheus_port=prometheus_port,
+            alertmanager_port=alertmanager_port,
         )
     else:
         from real_kafka.demo_scenario import running_real_demo
@@ -91,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             inventory=inventory,
             prometheus=prometheus,
             prometheus_port=prometheus_port,
+            alertmanager_port=alertmanager_port,
             stop=stop,
             started_at=started_at,
             rolling_upgrade=args.rolling_upgrade,
@@ -113,11 +122,14 @@ def _summary(demo: RunningDemo, data_dir: Path, started_at: float) -> None:
         print(line)
     print(f"demo: the exporter is live at {demo.exporter_url}/ (metrics at /metrics, JSON at /api/clients)")
     print(f"demo: try  curl -s {demo.exporter_url}/metrics | grep ^kafka_client_connections")
-    if demo.prometheus_url:
+    if demo.alerting:
         print(
-            f"demo: Prometheus at {demo.prometheus_url}/alerts with the shipped rules: within a minute or two "
-            "the client-version and upgrade-blocker alerts are pending (they fire after their `for`)"
+            f"demo: Prometheus at {demo.alerting.prometheus_url}/alerts with the shipped rules: within a minute the "
+            "client-version and upgrade-blocker alerts are pending, a minute later firing, and Alertmanager's "
+            "messages about them are printed here"
         )
+        for note in demo.alerting.notes:
+            print(note)
     if demo.inventory:
         print(
             "demo: the inventory job (Spark, about half a minute) is reading the brokers' request logs; then "

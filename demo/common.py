@@ -1,7 +1,7 @@
 """What the demo's two scenarios share (real Kafka's, real_kafka/demo_scenario.py, and the double's,
 kafka_double/demo_scenario.py): the story's names, the inventory job run once in the background, a client that
-connects only once that job has run, the exporter's readiness, the first live series' clock, and waits that Ctrl-C
-ends at once."""
+connects only once that job has run, the exporter's readiness, the first live series' clock, Prometheus and
+Alertmanager with the shipped rules and example configuration, and waits that Ctrl-C ends at once."""
 
 from __future__ import annotations
 
@@ -14,23 +14,35 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from kafka_double.alert_rules import every, merge, write_rules
+from kafka_double.alertmanager_process import (
+    AlertReceiver,
+    Notification,
+    example_config,
+    local_receivers,
+    running_alertmanager,
+    with_timings,
+)
 from kafka_double.client_metrics import Subscription
 from kafka_double.clients import ClientError, ClientKind, ClientSpec, RealClient, available_kinds, start_client
 from kafka_double.exporter_process import REPO_ROOT, checkout_env
+from kafka_double.prometheus_process import running_prometheus
 
 __all__ = [
     "CLUSTER",
+    "DEMO_FOR",
+    "DEMO_TIMINGS",
     "LEGACY_CLIENT_ID",
     "POLICY",
-    "RULES",
     "SUBSCRIPTION",
+    "Alerting",
     "FirstSeries",
     "Interrupted",
     "InventoryJob",
@@ -39,12 +51,12 @@ __all__ = [
     "installed",
     "interruptible",
     "port_free",
+    "running_alerting",
     "wait_exporter_ready",
 ]
 
 CLUSTER = "demo"
 POLICY = REPO_ROOT / "kafka_double" / "demo_policy.yaml"
-RULES = REPO_ROOT / "alerts" / "kafka-client-exporter.rules.yaml"
 SUBSCRIPTION = Subscription(
     "producer-telemetry",
     metrics=("org.apache.kafka.producer.",),
@@ -304,6 +316,114 @@ class LateClient:
             self.client.close()
 
 
+#: The alerts the demo is built to show (alerts/config.yaml's names), waiting a minute where they ship waiting 5 to
+#: 30 minutes (12 hours for the release skew), and resolving a minute after their clients leave instead of an hour.
+#: The exporter's own alerts keep theirs: the rolling upgrade's restarts must not fire them.
+DEMO_ALERTS = (
+    "KafkaClientBelowMinimumVersion",
+    "KafkaClientDeniedVersion",
+    "KafkaClientNotAllowed",
+    "KafkaClientUnknownSoftware",
+    "KafkaClientDeprecatedRequests",
+    "KafkaBrokerReleaseSkew",
+)
+DEMO_FOR = "1m"
+#: Alertmanager's waits in the demo: a message within seconds of an alert firing, and again a minute later with
+#: what changed (the inventory's names arrive about a minute in); the example waits a minute, and a day to remind.
+DEMO_TIMINGS = {"group_wait": "10s", "group_interval": "30s", "repeat_interval": "1m"}
+
+
+@dataclass
+class Alerting:
+    """Prometheus and Alertmanager as the demo runs them, and the receiver that gets Alertmanager's messages."""
+
+    prometheus_url: str
+    alertmanager_url: str
+    receiver: AlertReceiver
+    #: What the summary says about them: the shortened waits.
+    notes: list[str]
+
+
+def demo_alert_settings(skew: bool = True, wait: str = DEMO_FOR) -> dict[str, dict[str, object]]:
+    """alerts/config.yaml overrides for the demo: DEMO_ALERTS' for and keepFiringFor set to ``wait``; ``skew`` False
+    leaves KafkaBrokerReleaseSkew waiting its 12 hours (a rolling upgrade mixes releases on purpose)."""
+    alerts = [name for name in DEMO_ALERTS if skew or name != "KafkaBrokerReleaseSkew"]
+    return merge(
+        {name: {"for": wait} for name in alerts},
+        {name: values for name, values in every("keepFiringFor", wait).items() if name in alerts},
+    )
+
+
+class MessagePrinter:
+    """Says each Slack message Alertmanager sends that differs from the last one of its group (a reminder that says
+    the same is not worth a screenful)."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self._say = say
+        self._last: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, notification: Notification) -> None:
+        if notification.kind != "slack":
+            return
+        title, text = notification.slack_title, notification.slack_text
+        group = title.split("] ", 1)[-1]
+        with self._lock:
+            if self._last.get(group) == text:
+                return
+            self._last[group] = text
+        channel = notification.body.get("channel", "")
+        lines = [line for line in text.splitlines() if line.strip()]
+        self._say(f"demo: Alertmanager -> {notification.receiver} (Slack {channel}): {title}")
+        for line in lines:
+            self._say(f"        {line}")
+
+
+@contextlib.contextmanager
+def running_alerting(
+    directory: Path,
+    exporter_port: int,
+    interval_seconds: int,
+    *,
+    prometheus_port: int | None = None,
+    alertmanager_port: int | None = None,
+    skew: bool = True,
+    say: Callable[[str], None] = print,
+    wait: str = DEMO_FOR,
+    timings: Mapping[str, str] = DEMO_TIMINGS,
+) -> Iterator[Alerting]:
+    """Alertmanager with the example configuration (alerts/alertmanager.example.yaml), its Slack and PagerDuty
+    receivers replaced by a local one that says each new message, and Prometheus scraping the exporter with the
+    shipped rules, their waits shortened (demo_alert_settings), sending it the alerts; files under ``directory``.
+    ``wait`` and ``timings`` (Alertmanager's): the tests wait less than people watching."""
+    rules = write_rules(directory / "prometheus" / "rules.yaml", demo_alert_settings(skew, wait))
+    with contextlib.ExitStack() as running:
+        receiver = running.enter_context(AlertReceiver(MessagePrinter(say)))
+        config = with_timings(local_receivers(example_config(), receiver.url), **timings)
+        alertmanager = running.enter_context(
+            running_alertmanager(directory / "alertmanager", config, alertmanager_port)
+        )
+        prometheus = running.enter_context(
+            running_prometheus(
+                directory / "prometheus",
+                exporter_port,
+                rules,
+                interval=f"{interval_seconds}s",
+                port=prometheus_port,
+                alertmanager=alertmanager.removeprefix("http://"),
+            )
+        )
+        shortened = ", ".join(name for name in DEMO_ALERTS if skew or name != "KafkaBrokerReleaseSkew")
+        notes = [
+            f"demo: the alert rules wait {wait} here, not their shipped 5 to 30 minutes (12 hours for the release "
+            f"skew; alerts/config.yaml), and resolve {wait} after their clients leave: {shortened}",
+            f"demo: Alertmanager at {alertmanager} with alerts/alertmanager.example.yaml (its waits shortened: "
+            f"{', '.join(f'{key} {value}' for key, value in timings.items())}); its Slack and PagerDuty "
+            "messages come here instead, each new one printed below",
+        ]
+        yield Alerting(prometheus, alertmanager, receiver, notes)
+
+
 @dataclass
 class RunningDemo:
     """A started scenario, whichever brokers it runs on."""
@@ -320,3 +440,5 @@ class RunningDemo:
     late_client: LateClient | None = None
     #: More lines for the summary, in the scenario's words (--rolling-upgrade: when the roll starts).
     notes: list[str] = field(default_factory=list)
+    #: Prometheus, Alertmanager and what reached Alertmanager's receivers (None with --no-prometheus).
+    alerting: Alerting | None = None

@@ -9,15 +9,16 @@ it: an emulated cluster in the middle of an upgrade with every kind of client th
 - A legacy client on the 3.9.0 broker: an old Java producer's requests (ApiVersions v0, so `unknown`; Metadata v1
   and Produce v2, which Kafka 4.0 no longer serves) every two seconds, so the upgrade-blocker rates show.
 - A client-metrics subscription defined on the cluster (KIP-714), as `kafka-client-metrics.sh --alter` would.
-- The inventory job run once over the brokers' own request logs (who runs each version), and Prometheus with the
-  shipped rules scraping the exporter as job `kafka-client-exporter`.
+- The inventory job run once over the brokers' own request logs (who runs each version), Prometheus with the
+  shipped rules (their waits shortened) scraping the exporter as job `kafka-client-exporter`, and Alertmanager with
+  the example configuration, whose messages the demo prints.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
@@ -25,20 +26,21 @@ from kafka.protocol.producer import ProduceRequest
 
 from demo.common import (
     CLUSTER,
+    DEMO_FOR,
+    DEMO_TIMINGS,
     KCAT_IDENTITIES,
     LEGACY_CLIENT_ID,
     POLICY,
-    RULES,
     SUBSCRIPTION,
     InventoryJob,
     RunningDemo,
     installed,
+    running_alerting,
     wait_exporter_ready,
 )
 from kafka_double.clients import ClientKind, ClientMix, ClientSpec
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.prometheus_process import running_prometheus
 from kafka_double.raw_client import RawConnection
 
 LISTENERS = [ListenerSpec("PLAINTEXT", network_processors=3), ListenerSpec("INTERNAL", network_processors=2)]
@@ -110,6 +112,9 @@ def running_demo(
     inventory: bool = True,
     prometheus: bool = True,
     prometheus_port: int | None = None,
+    alertmanager_port: int | None = None,
+    alert_wait: str = DEMO_FOR,
+    alert_timings: Mapping[str, str] = DEMO_TIMINGS,
     interval_seconds: int = 5,
     say: Callable[[str], None] = print,
 ) -> Iterator[RunningDemo]:
@@ -144,11 +149,18 @@ def running_demo(
         )
         exporter = running.enter_context(running_exporter(config, port))
         wait_exporter_ready(f"http://127.0.0.1:{port}/readyz", exporter)
-        prometheus_url = None
+        alerting = None
         if prometheus:
-            prometheus_url = running.enter_context(
-                running_prometheus(
-                    data_dir / "prometheus", port, RULES, interval=f"{interval_seconds}s", port=prometheus_port
+            alerting = running.enter_context(
+                running_alerting(
+                    data_dir,
+                    port,
+                    interval_seconds,
+                    prometheus_port=prometheus_port,
+                    alertmanager_port=alertmanager_port,
+                    wait=alert_wait,
+                    timings=alert_timings,
+                    say=say,
                 )
             )
         brokers = [
@@ -156,5 +168,6 @@ def running_demo(
             + ", ".join(f"broker {b.id} as {b.release}" for b in BROKERS)
             + f"; the legacy producer emulated with raw requests on broker {LEGACY_BROKER}"
         ]
-        yield RunningDemo(False, brokers, exporter, f"http://127.0.0.1:{port}", prometheus_url, job)
-        say("demo: stopping Prometheus, the exporter, the clients and the brokers ...")
+        prometheus_url = alerting.prometheus_url if alerting else None
+        yield RunningDemo(False, brokers, exporter, f"http://127.0.0.1:{port}", prometheus_url, job, alerting=alerting)
+        say("demo: stopping Alertmanager, Prometheus, the exporter, the clients and the brokers ...")

@@ -21,7 +21,8 @@ product judges.
   and kafkajs (which a real broker records as ``unknown``).
 - The legacy client: Kafka's own Java producer of 0.10.2.2 on node 1 (ApiVersions v0, so ``unknown``; Produce v2
   every two seconds, which 3.9 counts as deprecated and 4.0 no longer serves).
-- The inventory job run once over the brokers' own request logs, Prometheus with the shipped rules, and one client
+- The inventory job run once over the brokers' own request logs, Prometheus with the shipped rules (their waits
+  shortened) and Alertmanager with the example configuration, whose messages the demo prints, and one client
   (kafka-clients 2.8.2) that first connects once the job has run, so that its version is live but not in the
   inventory until the job's next run.
 
@@ -46,7 +47,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,10 +56,11 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from demo.common import (
     CLUSTER,
+    DEMO_FOR,
+    DEMO_TIMINGS,
     KCAT_IDENTITIES,
     LEGACY_CLIENT_ID,
     POLICY,
-    RULES,
     SUBSCRIPTION,
     FirstSeries,
     InventoryJob,
@@ -66,13 +68,13 @@ from demo.common import (
     RunningDemo,
     installed,
     interruptible,
+    running_alerting,
     wait_exporter_ready,
 )
 from exporter.request_logs.log_kinds import LogKind
 from kafka_double.clients import KCAT_TOPIC, ClientKind, ClientMix, ClientSpec, start_client
 from kafka_double.exporter_process import running_exporter, write_config
 from kafka_double.ports import free_ports
-from kafka_double.prometheus_process import running_prometheus
 from real_kafka.broker import ClusterLayout, KafkaNode, NodeOptions, StartTiming
 from real_kafka.cluster import new_cluster_id
 from real_kafka.config import NodePorts, NodeRoles
@@ -429,6 +431,9 @@ def running_real_demo(
     inventory: bool = True,
     prometheus: bool = True,
     prometheus_port: int | None = None,
+    alertmanager_port: int | None = None,
+    alert_wait: str = DEMO_FOR,
+    alert_timings: Mapping[str, str] = DEMO_TIMINGS,
     interval_seconds: int = 5,
     say: Callable[[str], None] = print,
     stop: threading.Event | None = None,
@@ -523,13 +528,23 @@ def running_real_demo(
             running.callback(late.stop)
             late.start()
         interruptible(lambda: wait_exporter_ready(f"{exporter_url}/readyz", exporter), stop)
-        prometheus_url = None
+        alerting = None
         if prometheus:
-            prometheus_url = running.enter_context(
-                running_prometheus(
-                    data_dir / "prometheus", port, RULES, interval=f"{interval_seconds}s", port=prometheus_port
+            alerting = running.enter_context(
+                running_alerting(
+                    data_dir,
+                    port,
+                    interval_seconds,
+                    prometheus_port=prometheus_port,
+                    alertmanager_port=alertmanager_port,
+                    wait=alert_wait,
+                    timings=alert_timings,
+                    # A rolling upgrade mixes releases on purpose: the skew alert keeps its 12 hours there.
+                    skew=not rolling_upgrade,
+                    say=say,
                 )
             )
+        prometheus_url = alerting.prometheus_url if alerting else None
         notes = []
         if rolling_upgrade:
             roll = DemoRoll(cluster, job, data_dir, interval_seconds, say, stop)
@@ -541,6 +556,15 @@ def running_real_demo(
                 "restarting, how long it took, and what the status page, Prometheus and the dashboards show"
             )
         yield RunningDemo(
-            True, cluster.describe(), exporter, exporter_url, prometheus_url, job, first_series, late, notes=notes
+            True,
+            cluster.describe(),
+            exporter,
+            exporter_url,
+            prometheus_url,
+            job,
+            first_series,
+            late,
+            notes=notes,
+            alerting=alerting,
         )
-        say("demo: stopping Prometheus, the exporter, the clients and the brokers ...")
+        say("demo: stopping Alertmanager, Prometheus, the exporter, the clients and the brokers ...")

@@ -1,7 +1,9 @@
 """The demo is the whole product: the scenario `scripts/demo.sh` runs, with the inventory job and a live Prometheus
 loading the shipped rules, makes the alerts it is built for pending, every rule evaluate without error, and every
 panel and variable query of every shipped dashboard return data the way Grafana asks for it with each variable at
-"All" - except the panels listed below with the reason they are empty in a healthy demo.
+"All" - except the panels listed below with the reason they are empty in a healthy demo. Alertmanager, with the
+example configuration, sends the alerts' messages, which name the clients the inventory found behind them: on Apache
+Kafka's own brokers, the product's whole alert path.
 
 Both scenarios, each started once for all the module's tests: Apache Kafka's own brokers (the default,
 real_kafka/demo_scenario.py: 3.9.2 and 4.4.0 in one cluster mid-upgrade, a real 0.10.2.2 Java producer as the legacy
@@ -23,7 +25,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from demo.common import LEGACY_CLIENT_ID, RunningDemo
+from demo.common import CLUSTER, LEGACY_CLIENT_ID, RunningDemo
+from kafka_double.alertmanager_process import Notification
 from kafka_double.demo_scenario import running_demo
 from kafka_double.ports import free_port
 from real_kafka.demo_scenario import NODES, running_real_demo
@@ -41,6 +44,15 @@ EXPECTED_ALERTS = {
     ("KafkaClientDeprecatedRequests", "unknown", "unknown"),
     ("KafkaBrokerReleaseSkew", None, None),
 }
+#: The client alerts' receivers (by severity, alerts/alertmanager.example.yaml) and a clientId of the demo's that
+#: each message names once the inventory job has run (None: any clientId; the unnamed clients are several).
+NOTIFIED: dict[str, tuple[str, str | None]] = {
+    "KafkaClientBelowMinimumVersion": ("kafka-clients-tickets", "orders-ingest"),
+    "KafkaClientDeniedVersion": ("kafka-clients-tickets", "payments-audit"),
+    "KafkaClientUnknownSoftware": ("kafka-clients-info", None),
+    "KafkaClientDeprecatedRequests": ("kafka-clients-tickets", LEGACY_CLIENT_ID),
+}
+RUNBOOK = "https://github.com/kafka-client-exporter/kafka-client-exporter/blob/main/alerts/runbook.md#"
 #: metadata.version 3.9-IV0 as a KIP-584 feature level (MetadataVersion.IBP_3_9_IV0), what Kafka 3.9.2 formats a
 #: new cluster with.
 METADATA_VERSION_3_9_IV0 = 21
@@ -111,10 +123,15 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         tmp_path_factory.mktemp(f"demo-{request.param}"),
         free_port(),
         prometheus_port=free_port(),
+        alertmanager_port=free_port(),
+        # Alerts that fire in seconds, and Alertmanager's reminders (which carry the inventory's names once it has
+        # run) every few: the demo's minute is for people watching.
+        alert_wait="10s",
+        alert_timings={"group_wait": "2s", "group_interval": "5s", "repeat_interval": "10s"},
         interval_seconds=2,
         say=lambda _: None,
     ) as running:
-        assert running.prometheus_url and running.inventory
+        assert running.prometheus_url and running.inventory and running.alerting
         yield running
 
 
@@ -328,3 +345,37 @@ def test_every_panel_and_variable_query_of_every_dashboard_returns_data(demo: Ru
         if title not in allowed and not any(metric in query for metric in allowed)
     ]
     assert not unexpected, "panel queries with no data:\n" + "\n".join(unexpected)
+
+
+def test_alertmanager_sends_each_alert_to_its_receiver_naming_the_clients(demo: RunningDemo) -> None:
+    """What the on-call person gets: one message per cluster and alert, on the receiver of its severity, with its
+    description naming who runs the client (a reminder carries the names once the inventory job has run) and the
+    runbook linked."""
+    assert demo.alerting is not None
+    receiver = demo.alerting.receiver
+
+    def named(_: object) -> dict[str, Notification] | None:
+        found = {}
+        for name, (receiver_name, client_id) in NOTIFIED.items():
+            messages = [
+                message
+                for message in receiver.notifications("slack", receiver_name)
+                if f"] {name} on Kafka cluster {CLUSTER}" in message.slack_title
+                and "Run by (up to five, from the inventory): " in message.slack_text
+                and (client_id is None or f"{client_id} (" in message.slack_text)
+            ]
+            if not messages:
+                return None
+            found[name] = messages[-1]
+        return found
+
+    messages = receiver.wait_for(named, 300, "a message naming the clients of each client alert")
+    for name, message in messages.items():
+        assert message.status == "firing"
+        assert f"Runbook: {RUNBOOK}{name.lower()}" in message.slack_text
+    for name, (receiver_name, _) in NOTIFIED.items():
+        hooks = [n for n in receiver.notifications("webhook", receiver_name) if n.group_labels.get("alertname") == name]
+        assert hooks and all(n.group_labels == {"alertname": name, "kafka_cluster": CLUSTER} for n in hooks), name
+        severity = {hook["labels"]["severity"] for n in hooks for hook in n.body["alerts"]}
+        assert severity == {"info" if receiver_name == "kafka-clients-info" else "warning"}, name
+    assert not receiver.notifications("pagerduty"), "nothing in the demo is critical"
