@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Renders the alert rules and their promtool unit tests (alerts/kafka-client-exporter.rules.yaml, alerts/tests/) from
 # alerts/templates/ with the tunables of alerts/config.yaml (kafka_double/alert_rules.py), then copies the rules'
-# templates, that config and the Grafana dashboards (dashboards/grafana/*.json) into the Helm chart
+# templates, that config, the example Alertmanager configuration (the chart's AlertmanagerConfig reads it) and the
+# Grafana dashboards (dashboards/grafana/*.json) into the Helm chart
 # (helm/kafka-client-exporter/files/), removing copies whose source is gone: the chart renders the same templates with
 # its values over the same config. The rendered files and the copies are committed so that Prometheus loads the rules,
 # and the chart installs from a checkout or a packaged .tgz, as they are; the tests fail when they differ from their
@@ -30,7 +31,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 .venv/bin/python -m kafka_double.alert_rules --chart-values-schema helm/kafka-client-exporter/values.schema.json
 
 sync_dir alerts/templates '*.rules.yaml' "$chart_files/alerts"
-cp alerts/config.yaml "$chart_files/alerts/config.yaml"
+cp alerts/config.yaml alerts/alertmanager.example.yaml "$chart_files/alerts/"
 sync_dir dashboards/grafana '*.json' "$chart_files/dashboards"
 
 .venv/bin/python -m exporter.config.json_schema --chart-values-schema helm/kafka-client-exporter/values.schema.json

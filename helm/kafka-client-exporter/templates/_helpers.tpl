@@ -218,3 +218,17 @@ cluster names a path of its own). */}}
 {{- end }}
 {{- toYaml $config }}
 {{- end }}
+
+{{/* Alertmanager matchers as the configuration file writes them (name="value", name=~"regex", ...) as an
+AlertmanagerConfig's list of {name, matchType, value}. */}}
+{{- define "kce.amMatchers" -}}
+{{- range . }}
+{{- $pattern := "^\\s*([a-zA-Z_][a-zA-Z0-9_]*)\\s*(=~|!~|!=|=)\\s*\"(.*)\"\\s*$" }}
+{{- if not (regexMatch $pattern .) }}
+{{- fail (printf "alerts/alertmanager.example.yaml: cannot read the matcher %s" .) }}
+{{- end }}
+- name: {{ regexReplaceAll $pattern . "${1}" }}
+  matchType: {{ regexReplaceAll $pattern . "${2}" | quote }}
+  value: {{ regexReplaceAll $pattern . "${3}" | replace "\\\"" "\"" | quote }}
+{{- end }}
+{{- end }}

@@ -103,10 +103,10 @@ def test_defaults_render_a_locked_down_deployment(helm: Helm, tmp_path: Path) ->
 def test_every_toggle_on_renders_valid_objects(helm: Helm, tmp_path: Path) -> None:
     manifest = render(helm, "--values", ALL_TOGGLES)
     kinds = {doc["kind"] for doc in documents(manifest)}
-    assert kinds == CORE_KINDS | {"ServiceMonitor", "PrometheusRule"}
+    assert kinds == CORE_KINDS | {"ServiceMonitor", "PrometheusRule", "AlertmanagerConfig"}
     validate_core(manifest, tmp_path)
     crds = validate_crds(manifest, tmp_path)
-    assert "ok ServiceMonitor" in crds and "ok PrometheusRule" in crds
+    assert "ok ServiceMonitor" in crds and "ok PrometheusRule" in crds and "ok AlertmanagerConfig" in crds
 
     (deployment,) = by_kind(manifest, "Deployment")
     pod = deployment["spec"]["template"]["spec"]
@@ -286,6 +286,7 @@ def test_packaged_copies_equal_their_sources() -> None:
     for source_dir, pattern, copy_dir in (
         ("alerts/templates", "*.rules.yaml", "files/alerts"),
         ("alerts", "config.yaml", "files/alerts"),
+        ("alerts", "alertmanager.example.yaml", "files/alerts"),
         ("dashboards/grafana", "*.json", "files/dashboards"),
     ):
         expected = sources(source_dir, pattern)

@@ -1,5 +1,5 @@
-// Validates rendered prometheus-operator objects (ServiceMonitor, PrometheusRule) against the operator's CRD
-// schemas, through @kubernetes-models/prometheus-operator. Usage: node validate_crds.mjs NODE_MODULES MANIFEST.yaml
+// Validates rendered prometheus-operator objects (ServiceMonitor, PrometheusRule, AlertmanagerConfig) against the
+// operator's CRD schemas, through @kubernetes-models/prometheus-operator. Usage: node validate_crds.mjs NODE_MODULES MANIFEST.yaml
 // Prints one line per object ("ok KIND NAME") and exits 1 on the first invalid one, with the validator's message.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -9,9 +9,11 @@ const [nodeModules, manifest] = process.argv.slice(2);
 const load = async (path) => import(pathToFileURL(join(nodeModules, path)).href);
 const yaml = (await load("js-yaml/index.js")).default;
 const models = "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+const alpha = "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1alpha1";
 const classes = {
   ServiceMonitor: (await load(`${models}/ServiceMonitor.js`)).ServiceMonitor,
   PrometheusRule: (await load(`${models}/PrometheusRule.js`)).PrometheusRule,
+  AlertmanagerConfig: (await load(`${alpha}/AlertmanagerConfig.js`)).AlertmanagerConfig,
 };
 
 let checked = 0;
@@ -27,6 +29,6 @@ for (const doc of yaml.loadAll(readFileSync(manifest, "utf8"))) {
   checked += 1;
 }
 if (checked === 0) {
-  console.error(`no ServiceMonitor or PrometheusRule in ${manifest}`);
+  console.error(`no ServiceMonitor, PrometheusRule or AlertmanagerConfig in ${manifest}`);
   process.exit(1);
 }
