@@ -455,7 +455,7 @@ def running_real_demo(
     jmx = JmxAuth(JMX_USER, secrets.token_urlsafe(16))
     password_file = _private_file(data_dir / "jmx-password", jmx.password)
     # The request log production can afford (broker-config/): what the newcomer sees is what it tells.
-    request_log = LogKind.API_VERSIONS_AND_INFO
+    request_log = LogKind.IDENTITIES_AND_INFO
     if rolling_upgrade:
         plans = ROLLING_NODES
         options = NodeOptions(jmx_auth=jmx, extra_properties=ROLLING_PROPERTIES, request_log=request_log)
