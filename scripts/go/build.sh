@@ -2,8 +2,10 @@
 # Builds the programs of one pinned Go module from the Go module proxy into .tools/NAME/, unless the last build there
 # was made from the same pin: scripts/go/NAME/go.mod and go.sum (the module and every dependency, checksums
 # included), its build.env (version, build tags, packages) and this script. Usage: scripts/go/build.sh NAME
-# The module cache and the build cache live under .tools/go/, so a changed pin rebuilds only what changed and a
-# fresh clone downloads each module once even when several builds run at the same time (Go locks both caches).
+# Go's own module and build caches (go env GOMODCACHE, GOCACHE: under ~/go and ~/.cache) are shared by every clone
+# on the machine: another clone's set-up, or a changed pin, builds only what changed (seconds, not minutes), and
+# the builds that run at the same time download each module once (Go locks both caches). They stay out of the
+# clone, whose .tools/ a plain rm -rf must be able to remove (the module cache's files are read-only).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 name=$1
@@ -20,7 +22,6 @@ have=
 
 export PATH=$PATH:/usr/local/go/bin
 command -v go >/dev/null || { echo "setup: go is not on PATH (needed to build $name $version)" >&2; exit 1; }
-export GOMODCACHE=$PWD/.tools/go/mod GOCACHE=$PWD/.tools/go/cache
 # The go.mod's toolchain line is a minimum: building with the machine's own Go never downloads another one.
 export GOTOOLCHAIN=local GOFLAGS=-mod=readonly
 echo "setup: building $name $version from the Go module proxy ($(go env GOVERSION); a few minutes the first time)" >&2
@@ -46,9 +47,12 @@ for program in $packages; do
     *) echo "setup: ${program##*/} built from $module says '$printed', not version $version" >&2; exit 1 ;;
   esac
 done
-# The old binaries go only once the new ones work; the stamp last, so an interrupted build is done again.
-rm -rf "$target"
+# The old binaries go only once the new ones work (renamed away, not deleted first, so that a test starting one
+# meanwhile finds either); the stamp last, so an interrupted build is done again.
 mkdir -p "$(dirname "$target")"
+rm -rf "$target.old"
+[ ! -e "$target" ] || mv "$target" "$target.old"
 mv "$build/bin" "$target"
+rm -rf "$target.old"
 echo "$want" >"$stamp"
 echo "setup: built $name $version into $target in $(($(date +%s) - started)) s" >&2
