@@ -87,7 +87,7 @@ from typing import Any
 # real_kafka, the double and the bench are not installed (the wheel ships exporter/ only): import from the checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.admin import KafkaAdminClient, NewTopic
 
 from bench.request_log_load import RunningLoad, running_load
 from exporter.request_logs.log_kinds import IDENTITY_API_KEYS, TITLES, LogKind
@@ -96,11 +96,11 @@ from exporter.sources.jmx_bridge import JmxBridge
 from kafka_double.exporter_process import checkout_env
 from real_kafka import KafkaCluster, KafkaNode, NodeOptions, start_clusters
 from real_kafka.broker import DEFAULT_JVM_OPTIONS
+from real_kafka.broker_loggers import set_logger_level
 from real_kafka.distribution import RELEASES
 
 ROOT = Path(__file__).resolve().parents[1]
 LOADS = ("mix", "tiny")
-REQUEST_LOGGER = "kafka.request.logger"
 #: Kafka's own start scripts: bin/kafka-server-start.sh sets KAFKA_HEAP_OPTS, bin/kafka-run-class.sh
 #: KAFKA_JVM_PERFORMANCE_OPTS (its MaxInlineLevel=15 is Java 17's default). The project's test options (C1 only,
 #: serial GC) would price a line's JSON at what an unoptimised JVM pays, not at what production pays.
@@ -378,20 +378,7 @@ class Broker:
         self.admin.create_topics([NewTopic(topic, 3, 1)])
 
     def set_level(self, level: str) -> str:
-        """Set the request logger's level at run time, as ``kafka-configs.sh --alter --entity-type broker-loggers``
-        does (IncrementalAlterConfigs, resource type BROKER_LOGGER), and return the level the broker reports back
-        (DescribeConfigs)."""
-        resource = ConfigResource(
-            ConfigResourceType.BROKER_LOGGER, self.broker_id, {REQUEST_LOGGER: (AlterConfigOp.SET, level)}
-        )
-        # kafka-python checks keys against the broker configs it knows unless told not to; a logger is none.
-        answer = self.admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
-        if answer.get("broker_logger", {}).get(self.broker_id) != "OK":
-            raise RuntimeError(f"setting {REQUEST_LOGGER}={level} on broker {self.broker_id} answered {answer}")
-        described = self.admin.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER_LOGGER, self.broker_id, [REQUEST_LOGGER])]
-        )
-        return str(described["broker_logger"][self.broker_id][REQUEST_LOGGER]["value"])
+        return set_logger_level(self.admin, self.broker_id, level)
 
     def measure(self, release: str, load: str, mode: Mode, cycle: int, settings: Settings) -> Window:
         read_back = self.set_level(mode.level)

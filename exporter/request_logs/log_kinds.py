@@ -33,7 +33,6 @@ IDENTITY_API_KEYS = (18, 3)
 class LogKind(StrEnum):
     FULL_DEBUG = "full_debug"
     IDENTITIES_AND_INFO = "identities_and_info"
-    API_VERSIONS_AND_INFO = "identities_and_info"  # the bench's name until it is moved over (an alias)
     INFO_ONLY = "info_only"
     #: Lines were read but none tells the logger's level (no usable request line), or an older job version read
     #: them and kept no levels.
