@@ -45,7 +45,7 @@ install_apt_packages() {
   command -v node >/dev/null || need+=(nodejs npm)
   command -v mvn >/dev/null || need+=(maven)                                           # 15-kafka-jars.sh
   # Prometheus 2.x's promtool (Debian's 2.42), for the one test that checks the rules still load on the 2.x line;
-  # the Prometheus, promtool and Alertmanager everything else runs are built by 20-prometheus.sh, 21-alertmanager.sh.
+  # the Prometheus, promtool and Alertmanager everything else runs are built by 05-prometheus.sh, 06-alertmanager.sh.
   [ -x /usr/bin/promtool ] || need+=(prometheus)
   command -v chromium >/dev/null || need+=(chromium)                                   # 40-chromium.sh
   # scripts/build-image.sh's, for the image test (it would install them itself, in the middle of the suite).
@@ -89,13 +89,21 @@ install_node_clients() {
   npm install --silent --no-audit --no-fund --prefix kafka_double/node >/dev/null
 }
 
+start_fragments() {
+  local fragment
+  for fragment in "$@"; do
+    [ -e "$fragment" ] || continue
+    # shellcheck source=/dev/null
+    setup_start "$(basename "$fragment" .sh)" bash -euo pipefail -c '. "$1"' setup-fragment "$fragment"
+  done
+}
+
+# The 0x fragments need nothing apt-get installs: they start at once. They are the Go builds of Prometheus and
+# Alertmanager, minutes of CPU on a new machine, which so run while apt-get and pip mostly wait on downloads.
+start_fragments scripts/setup.d/0*.sh
 setup_start apt install_apt_packages
 setup_start venv install_venv
 setup_wait apt
 setup_start node-clients install_node_clients
-for fragment in scripts/setup.d/*.sh; do
-  [ -e "$fragment" ] || continue
-  # shellcheck source=/dev/null
-  setup_start "$(basename "$fragment" .sh)" bash -euo pipefail -c '. "$1"' setup-fragment "$fragment"
-done
+start_fragments scripts/setup.d/[1-9]*.sh
 setup_wait

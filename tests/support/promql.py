@@ -213,7 +213,7 @@ def _suffix_hint(name: str) -> str:
 
 
 def promtool() -> str:
-    """Prometheus 3.x's promtool, as the set-up builds it (scripts/setup.d/20-prometheus.sh)."""
+    """Prometheus 3.x's promtool, as the set-up builds it (scripts/setup.d/05-prometheus.sh)."""
     return built(PROMTOOL)
 
 

@@ -45,7 +45,7 @@ def test_promtool_unit_tests_pass() -> None:
 
 def test_the_rules_load_and_pass_their_unit_tests_on_prometheus_2() -> None:
     """Users still on the 2.x line load the same file: Debian's promtool 2.42 checks it and runs the unit tests (the
-    suite's Prometheus is 3.x, scripts/setup.d/20-prometheus.sh)."""
+    suite's Prometheus is 3.x, scripts/setup.d/05-prometheus.sh)."""
     assert PROMTOOL_2.exists(), f"{PROMTOOL_2} is missing: scripts/setup.sh installs Debian's prometheus package"
     version = subprocess.run([PROMTOOL_2, "--version"], capture_output=True, text=True, timeout=60)
     assert version.stdout.startswith("promtool, version 2."), version.stdout + version.stderr
