@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.double_fleet import start_double, stop_double
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
-from kafka_double.exporter_process import running_exporter
-from kafka_double.mbean_host import free_port
+from harness.exporter_process import running_exporter
+from harness.ports import free_port
 
 CLUSTERS, PER_CLUSTER = 10, 50
 TARGET_WALL_50 = 0.5

@@ -40,7 +40,7 @@ from exporter.snapshot import (
 )
 from exporter.web.app import make_app
 from exporter.web.exposition import Exposition, render_snapshot
-from kafka_double.mbean_host import free_port
+from harness.ports import free_port
 
 TARGET_P99_MS = 20.0
 

@@ -53,8 +53,8 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 # The double and real_kafka are not installed (the wheel ships exporter/ only): import them from the checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kafka_double.exporter_process import checkout_env, running_exporter
-from kafka_double.mbean_host import free_port
+from harness.exporter_process import checkout_env, running_exporter
+from harness.ports import free_port
 from real_kafka import JmxAuth, KafkaCluster, NodeOptions
 
 RELEASE = "4.4.0"

@@ -93,7 +93,7 @@ from bench.request_log_load import RunningLoad, running_load
 from exporter.request_logs.log_kinds import IDENTITY_API_KEYS, TITLES, LogKind
 from exporter.sources.jmx import JavaRuntime
 from exporter.sources.jmx_bridge import JmxBridge
-from kafka_double.exporter_process import checkout_env
+from harness.exporter_process import checkout_env
 from real_kafka import KafkaCluster, KafkaNode, NodeOptions, start_clusters
 from real_kafka.broker import DEFAULT_JVM_OPTIONS
 from real_kafka.broker_loggers import set_logger_level

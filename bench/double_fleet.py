@@ -18,7 +18,7 @@ from pathlib import Path
 # The double is not installed (the wheel ships exporter/ only): import it from the checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kafka_double.exporter_process import checkout_env
+from harness.exporter_process import checkout_env
 
 
 def serve_double(brokers: int, clients: int, preset: str) -> None:

@@ -164,7 +164,7 @@ def short_lived_connection(host: str, port: int, topic: str, deprecated: bool) -
     from kafka.protocol.admin import DescribeConfigsRequest
     from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
-    from kafka_double.raw_client import RawConnection
+    from harness.raw_client import RawConnection
 
     name, version = CHURN_SOFTWARE
     with RawConnection(port, host) as connection:

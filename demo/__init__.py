@@ -1,10 +1,11 @@
-"""`scripts/demo.sh`: the whole product against a Kafka cluster in the middle of an upgrade.
+"""`scripts/demo.sh`: the whole product against a Kafka cluster in the middle of an upgrade (not installed with the
+exporter; run from the checkout).
 
-Which code runs what:
-
-- ``demo/__main__.py``: the command line (``python -m demo``); Apache Kafka's own brokers by default, the broker
-  double with ``--double``.
-- ``real_kafka/demo_scenario.py``: the scenario on real brokers (Kafka 3.9.2 and 4.4.0, one KRaft cluster).
-- ``kafka_double/demo_scenario.py``: the same story on the broker double (emulated 4.1.0 and 3.9.0 brokers).
-- ``demo/common.py``: what both share: the story's names, the inventory job, the exporter's readiness, the clock.
+- ``demo/__main__.py``: the command line (``python -m demo``).
+- ``demo/scenario.py``: the scenario on Apache Kafka's own brokers (3.9.2 and 4.4.0 in one KRaft cluster, or a 3.9.2
+  cluster rolled to 4.4.0 with ``--rolling-upgrade``), launched by real_kafka; the clients, the exporter,
+  Prometheus and Alertmanager come from the test bench (harness).
+- ``demo/common.py``: the parts around the brokers: the story's names, the inventory job, the late client, the
+  exporter's readiness, the first live series' clock, the alerting.
+- ``demo/policy.yaml``: the demo's version policy (it denies librdkafka 2.0.2).
 """

@@ -1,8 +1,7 @@
 """The README's main job: the demo scenario with the exporter watching it and Prometheus evaluating the shipped
-alerts, which Alertmanager (the example configuration) turns into the messages it prints. By default on Apache
-Kafka's own brokers (real_kafka/demo_scenario.py: one KRaft cluster in the middle of a
-rolling upgrade from 3.9.2 to 4.4.0); with --rolling-upgrade a 3.9.2 cluster rolled to 4.4.0 while it runs
-(real_kafka/rolling_upgrade.py does the roll); with --double on the broker double (kafka_double/demo_scenario.py).
+alerts, which Alertmanager (the example configuration) turns into the messages it prints, on Apache Kafka's own
+brokers (demo/scenario.py): one KRaft cluster in the middle of a rolling upgrade from 3.9.2 to 4.4.0, or with
+--rolling-upgrade a 3.9.2 cluster rolled to 4.4.0 while it runs (real_kafka/rolling_upgrade.py does the roll).
 
 Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m demo` from the repository root
 (neither the demo nor the brokers' launcher is installed with the exporter).
@@ -13,7 +12,6 @@ each by its pid; nothing is left running.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import sys
@@ -22,7 +20,8 @@ import time
 from pathlib import Path
 
 from demo.common import Interrupted, RunningDemo, port_free
-from kafka_double.ports import free_port
+from demo.scenario import running_demo
+from harness.ports import free_port
 
 #: Set by scripts/demo.sh before its set-up step (seconds since the epoch): the clock of the first live series
 #: starts when the command does, not when Python does.
@@ -39,11 +38,6 @@ def _started_at() -> float:
 def main(argv: list[str] | None = None) -> int:
     started_at = _started_at()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--double",
-        action="store_true",
-        help="run the broker double (emulated 4.1.0 and 3.9.0 brokers) instead of Apache Kafka's own brokers",
-    )
     parser.add_argument(
         "--rolling-upgrade",
         action="store_true",
@@ -67,8 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus (nor Alertmanager)")
     args = parser.parse_args(argv)
-    if args.double and args.rolling_upgrade:
-        parser.error("--rolling-upgrade runs Apache Kafka's own brokers: it cannot be combined with --double")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -77,33 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     prometheus_port = args.prometheus_port if port_free(args.prometheus_port) else free_port()
     alertmanager_port = args.alertmanager_port if port_free(args.alertmanager_port) else free_port()
     inventory, prometheus = not args.no_inventory, not args.no_prometheus
-    scenario: contextlib.AbstractContextManager[RunningDemo]
-    if args.double:
-        # Imported here: each scenario imports only its own brokers' code.
-        from kafka_double.demo_scenario import running_demo
-
-        scenario = running_demo(
-            args.data_dir,
-            port,
-            inventory=inventory,
-            prometheus=prometheus,
-            prometheus_port=prometheus_port,
-            alertmanager_port=alertmanager_port,
-        )
-    else:
-        from real_kafka.demo_scenario import running_real_demo
-
-        scenario = running_real_demo(
-            args.data_dir,
-            port,
-            inventory=inventory,
-            prometheus=prometheus,
-            prometheus_port=prometheus_port,
-            alertmanager_port=alertmanager_port,
-            stop=stop,
-            started_at=started_at,
-            rolling_upgrade=args.rolling_upgrade,
-        )
+    scenario = running_demo(
+        args.data_dir,
+        port,
+        inventory=inventory,
+        prometheus=prometheus,
+        prometheus_port=prometheus_port,
+        alertmanager_port=alertmanager_port,
+        stop=stop,
+        started_at=started_at,
+        rolling_upgrade=args.rolling_upgrade,
+    )
     try:
         with scenario as demo:
             _summary(demo, args.data_dir, started_at)

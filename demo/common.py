@@ -1,7 +1,7 @@
-"""What the demo's two scenarios share (real Kafka's, real_kafka/demo_scenario.py, and the double's,
-kafka_double/demo_scenario.py): the story's names, the inventory job run once in the background, a client that
-connects only once that job has run, the exporter's readiness, the first live series' clock, Prometheus and
-Alertmanager with the shipped rules and example configuration, and waits that Ctrl-C ends at once."""
+"""The demo's parts around its brokers (the scenario, demo/scenario.py, places them): the story's names and policy,
+the inventory job run once in the background, a client that connects only once that job has run, the exporter's
+readiness, the first live series' clock, Prometheus and Alertmanager with the shipped rules and example
+configuration, and waits that Ctrl-C ends at once."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from kafka_double.alert_rules import every, merge, write_rules
-from kafka_double.alertmanager_process import (
+from alerts.render import every, merge, write_rules
+from harness.alertmanager_process import (
     AlertReceiver,
     Notification,
     example_config,
@@ -30,10 +30,10 @@ from kafka_double.alertmanager_process import (
     running_alertmanager,
     with_timings,
 )
-from kafka_double.client_metrics import Subscription
-from kafka_double.clients import ClientError, ClientKind, ClientSpec, RealClient, available_kinds, start_client
-from kafka_double.exporter_process import REPO_ROOT, checkout_env
-from kafka_double.prometheus_process import running_prometheus
+from harness.clients import ClientError, ClientKind, ClientSpec, RealClient, available_kinds, start_client
+from harness.exporter_process import checkout_env
+from harness.prometheus_process import running_prometheus
+from harness.subscriptions import Subscription
 
 __all__ = [
     "CLUSTER",
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 CLUSTER = "demo"
-POLICY = REPO_ROOT / "kafka_double" / "demo_policy.yaml"
+POLICY = Path(__file__).resolve().with_name("policy.yaml")
 SUBSCRIPTION = Subscription(
     "producer-telemetry",
     metrics=("org.apache.kafka.producer.",),
@@ -155,7 +155,7 @@ class FirstSeries:
             self._stop.wait(0.25)
 
 
-#: The kcat identities of the demo's story, the same on real brokers and on the double.
+#: The kcat identities of the demo's story.
 KCAT_IDENTITIES: list[ClientSpec] = [
     (ClientKind.KCAT, "billing-service", "1.4.2", "billing-ledger"),
     (ClientKind.KCAT, "legacy-etl", "0.9.0-SNAPSHOT", "etl-nightly"),
@@ -426,11 +426,9 @@ def running_alerting(
 
 @dataclass
 class RunningDemo:
-    """A started scenario, whichever brokers it runs on."""
+    """The started scenario."""
 
-    #: True on Apache Kafka's own brokers, False on the broker double.
-    real_kafka: bool
-    #: What the summary says about the brokers: real or emulated, releases, roles, addresses.
+    #: What the summary says about the brokers: releases, roles, addresses.
     brokers: list[str]
     exporter: subprocess.Popen
     exporter_url: str

@@ -10,7 +10,6 @@ import json
 import logging
 import signal
 import threading
-from pathlib import Path
 
 from .cluster import BrokerSpec, DoubleCluster, ListenerSpec, MetricsEndpointConfig
 from .metrics_endpoint import PRESETS
@@ -35,7 +34,6 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="2.8-3.9: ZooKeeper-mode or KRaft brokers (default: zookeeper before 3.3.0, kraft from 3.3.0)",
     )
-    p.add_argument("--request-log-dir", type=Path, default=None)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--topics", type=_topics, default={"demo": 3}, help="name:partitions,...")
     p.add_argument("--network-processors", type=int, default=3, help="per PLAINTEXT listener")
@@ -66,9 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     endpoint = MetricsEndpointConfig(args.metrics_endpoints) if args.metrics_endpoints else None
     try:
-        cluster = DoubleCluster(
-            specs, host=args.host, request_log_dir=args.request_log_dir, topics=args.topics, metrics_endpoint=endpoint
-        )
+        cluster = DoubleCluster(specs, host=args.host, topics=args.topics, metrics_endpoint=endpoint)
     except ValueError as exc:
         p.error(str(exc))
     cluster.start()

@@ -8,18 +8,17 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Coroutine
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from harness.ports import free_ports
+
 from .client_metrics import ClusterConfigState
-from .mbean_host import JmxTls, MBeanHost, free_ports
+from .mbean_host import JmxTls, MBeanHost
 from .metrics_endpoint import MetricsEndpointConfig, MetricsEndpoints
 from .registry import BrokerMetrics
 from .releases import Release, get_release
-from .request_log import RequestLog
 from .server import BrokerServer
-from .server_log import ServerLog
 from .specs import BrokerSpec, ListenerSpec
 from .topology import Topology
 
@@ -66,7 +65,6 @@ class DoubleCluster:
         *,
         host: str = "127.0.0.1",
         cluster_id: str = DEFAULT_CLUSTER_ID,
-        request_log_dir: Path | None = None,
         topics: dict[str, int] | None = None,
         mbean_host: MBeanHost | None = None,
         sasl_users: dict[str, str] | None = None,
@@ -86,7 +84,6 @@ class DoubleCluster:
                 raise ValueError(f"broker {b.id}: {exc}") from None
         self.host = host
         self.cluster_id = cluster_id
-        self.request_log_dir = Path(request_log_dir) if request_log_dir is not None else None
         self.topics = dict(topics) if topics is not None else {"demo": 3}
         self.sasl_users = dict(sasl_users or {})
         # Client-metrics subscriptions and the DESCRIBE_CONFIGS ACL switch, shared by all brokers.
@@ -218,9 +215,6 @@ class DoubleCluster:
                 spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password, spec.jmx_tls
             )
             metrics = BrokerMetrics(spec.id, handle.release, self._jmx)
-            logs = self.request_log_dir
-            req_log = RequestLog(logs, spec.id, handle.release) if logs is not None else None
-            server_log = ServerLog(logs, spec.id, handle.release) if logs is not None else None
             server = BrokerServer(
                 spec.id,
                 handle.release,
@@ -228,8 +222,6 @@ class DoubleCluster:
                 self.host,
                 self.topology,
                 metrics,
-                req_log,
-                server_log,
                 self.configs,
                 self.sasl_users,
             )

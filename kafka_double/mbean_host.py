@@ -33,11 +33,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from .java_program import java_program_args
-from .kafka_jars import kafka_clients_classpath
-from .ports import free_port, free_ports
+from harness.java_program import java_program_args
+from harness.kafka_jars import kafka_clients_classpath
+from harness.ports import free_port
 
-__all__ = ["JAVA_SOURCE", "Bean", "MBeanHost", "free_port", "free_ports"]
+__all__ = ["JAVA_SOURCE", "Bean", "JmxTls", "MBeanHost"]
 
 log = logging.getLogger("kafka_double.jmx")
 

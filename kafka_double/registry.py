@@ -5,7 +5,7 @@ Each network processor is a real server-side ``org.apache.kafka.common.network.S
 information go to the channel's metadata registry. Kafka's ``IntGaugeSuite`` and ``JmxReporter`` then make the
 KIP-511 ``connections`` MBeans: unknown first, lingering zeros, eviction and the 100-key limit are Kafka's.
 
-What stays here: the connection's current ``ClientInformation`` (the request log shows the one the request
+What stays here: the connection's current ``ClientInformation`` (a request is metered with the one its request
 context was built with, docs/kafka-facts/request-log.md#client-information-lag), and the KIP-896 meter, a Yammer
 meter in Kafka's core that kafka-clients does not hold, set as a plain MBean.
 """

@@ -101,11 +101,6 @@ class Release:
         return (3, 7, 0) <= self.key < (4, 0, 0)
 
     @property
-    def json_request_log(self) -> bool:
-        # docs/kafka-facts/request-log.md#json-form: JSON request log from 2.8.0 (KIP-673).
-        return self.key >= (2, 8, 0)
-
-    @property
     def scram_nonce_check(self) -> NonceCheck:
         # docs/kafka-facts/protocol.md#scram-nonce: unchecked, then a suffix check in 3.7.2, 3.8.1 and 3.9.0, exact
         # from 4.0.0.

@@ -14,7 +14,6 @@ import functools
 import itertools
 import logging
 import ssl
-import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,9 +26,7 @@ from .handler_context import HandlerContext
 from .handlers import api_versions, handler_for
 from .registry import BrokerMetrics, ChannelRegistry
 from .releases import Release
-from .request_log import CompletedRequest, RequestLog
 from .sasl_server import SASL_AUTHENTICATION_FAILED, SaslFailure, SaslSession
-from .server_log import ServerLog
 from .specs import SASL_PROTOCOLS, ListenerSpec
 from .tls import negotiated, peer_principal, server_context
 from .tls_transport import TlsConnection, TlsHandshakeFailed
@@ -74,7 +71,9 @@ class _Dispatched:
     api_name: str
     close_after: bool = False  # Kafka closes the connection once this response is sent
     close_delay: float = 0.0  # ... and waits this long before sending it (connection.failed.authentication.delay.ms)
-    logged: bool = True  # the SASL exchange runs in the authenticator, outside the request log
+    # The SASL exchange (and a SASL listener's ApiVersions before it) runs in the authenticator, outside the request
+    # channel: Kafka meters none of it (RequestChannel.updateRequestMetrics never sees it).
+    metered: bool = True
 
 
 @dataclass
@@ -104,8 +103,6 @@ class BrokerServer:
         host: str,
         topology: Topology,
         metrics: BrokerMetrics,
-        request_log: RequestLog | None,
-        server_log: ServerLog | None,
         configs: ClusterConfigState,
         sasl_users: dict[str, str],
     ) -> None:
@@ -114,8 +111,6 @@ class BrokerServer:
         self.host = host
         self.topology = topology
         self.metrics = metrics
-        self.request_log = request_log
-        self.server_log = server_log
         self.configs = configs
         self.sasl_users = sasl_users
         ids = itertools.count()  # SocketServer.nextProcessorId: one counter across all listeners
@@ -154,9 +149,6 @@ class BrokerServer:
                 await lst.server.wait_closed()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
-        for log_file in (self.request_log, self.server_log):
-            if log_file is not None:
-                log_file.close()
 
     async def _accept(self, lst: _Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -192,8 +184,7 @@ class BrokerServer:
                     log.warning("broker %s: closing %s: invalid request size %d", self.broker_id, conn_id, size)
                     break
                 frame = await inbound.readexactly(size)
-                received = time.monotonic()
-                if not await self._handle(lst, ctx, channel, sasl, conn_id, outbound, frame, received):
+                if not await self._handle(lst, ctx, channel, sasl, conn_id, outbound, frame):
                     break
         except TlsHandshakeFailed as failed:
             # Selector logs this at INFO, SslTransportLayer the cause at DEBUG
@@ -233,10 +224,8 @@ class BrokerServer:
         conn_id: str,
         writer: _Outbound,
         frame: bytes,
-        received: float,
     ) -> bool:
         """Serve one request; False means close the connection (as Kafka does on these errors)."""
-        dequeued = time.monotonic()
         # Request context (incl. client information) is built before ApiVersions registers anything
         # (docs/kafka-facts/request-log.md#client-information-lag).
         info_before = channel.current
@@ -247,40 +236,18 @@ class BrokerServer:
             log.warning(
                 "broker %s: closing connection %s (listener %s): %s", self.broker_id, conn_id, lst.spec.name, exc
             )
-            if isinstance(exc, RejectedHeader) and self.server_log is not None:
-                self.server_log.rejected(conn_id, exc.api_key, exc.api_name, exc.version, exc.known)
             return False
-        request, response, api_name = dispatched.request, dispatched.response, dispatched.api_name
-        handled = time.monotonic()
+        response, api_name = dispatched.response, dispatched.api_name
         if dispatched.close_delay:
             await asyncio.sleep(dispatched.close_delay)
         if response is not None:
             writer.write(encode_response(response, req.correlation_id))
             await writer.drain()
-        sent = time.monotonic()
-        if not dispatched.logged:
+        if not dispatched.metered:
             return not dispatched.close_after
         if self.release.deprecated_metrics and self.release.is_deprecated(req.api_key, req.api_version):
             # docs/kafka-facts/jmx-mbeans.md#deprecated-requests-meter: marked by RequestChannel.updateRequestMetrics.
             self.metrics.mark_deprecated_request(api_name, req.api_version, info_before)
-        if self.request_log is not None:
-            self.request_log.write(
-                CompletedRequest(
-                    frame=req,
-                    api_name=api_name,
-                    request=request,
-                    response=response,
-                    connection_id=conn_id,
-                    listener=lst.spec.name,
-                    security_protocol=lst.spec.security_protocol,
-                    client_information=info_before,
-                    principal=ctx.principal,
-                    received_at=received,
-                    dequeued_at=dequeued,
-                    handled_at=handled,
-                    sent_at=sent,
-                )
-            )
         return not dispatched.close_after
 
     def _dispatch(
@@ -293,9 +260,9 @@ class BrokerServer:
             if decision.register is not None:
                 channel.register_client_information(decision.register)
             # Before authentication a SASL listener's ApiVersions is answered by SaslServerAuthenticator, which
-            # registers the client but never reaches the request channel: no request-log line, no request metrics.
+            # registers the client but never reaches the request channel: no request metrics.
             in_authenticator = sasl is not None and not sasl.authenticated
-            return _Dispatched(decision.request_body, decision.response, rng.name, logged=not in_authenticator)
+            return _Dispatched(decision.request_body, decision.response, rng.name, metered=not in_authenticator)
         if sasl is not None and not sasl.authenticated:
             return self._authenticate(ctx, sasl, req)
         if rng is None or not rng.accepts(req.api_version):
@@ -335,8 +302,8 @@ class BrokerServer:
             if version == 0 and not error:
                 # v0 is followed by unframed SASL tokens, which the double does not speak.
                 log.warning("broker %s: SaslHandshake v0 (unframed tokens) is not emulated", self.broker_id)
-                return _Dispatched(body, response, rng.name, close_after=True, logged=False)
-            return _Dispatched(body, response, rng.name, close_after=bool(error), logged=False)
+                return _Dispatched(body, response, rng.name, close_after=True, metered=False)
+            return _Dispatched(body, response, rng.name, close_after=bool(error), metered=False)
         try:
             token = sasl.authenticate(bytes(body.auth_bytes))
         except SaslFailure as failure:
@@ -344,9 +311,9 @@ class BrokerServer:
                 version=version, error_code=SASL_AUTHENTICATION_FAILED, error_message=str(failure), auth_bytes=b""
             )
             return _Dispatched(
-                body, response, rng.name, close_after=True, close_delay=FAILED_AUTHENTICATION_DELAY, logged=False
+                body, response, rng.name, close_after=True, close_delay=FAILED_AUTHENTICATION_DELAY, metered=False
             )
         if sasl.principal is not None:
             ctx.principal = sasl.principal
         response = resp_cls(version=version, error_code=0, error_message=None, auth_bytes=token, session_lifetime_ms=0)
-        return _Dispatched(body, response, rng.name, logged=False)
+        return _Dispatched(body, response, rng.name, metered=False)

@@ -3,36 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .mbean_host import JmxTls
 from .sasl_server import MECHANISMS
-from .tls import TLS_VERSIONS
+from .tls import ListenerTls
 
 # What the double's listeners speak: Kafka's four security protocols; SASL with PLAIN and SCRAM.
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
-
-
-@dataclass(frozen=True)
-class ListenerTls:
-    """A TLS listener's key material, as PEM files (Kafka: ssl.keystore.type=PEM, ssl.truststore.type=PEM)."""
-
-    cert_file: Path  # the broker's certificate chain (ssl.keystore.certificate.chain)
-    key_file: Path  # its unencrypted private key (ssl.keystore.key)
-    # CA bundle trusted for client certificates; set means ssl.client.auth=required (mutual TLS).
-    client_ca_file: Path | None = None
-    # Cap the negotiated protocol ("TLSv1.2" lets tests see TLS 1.2 cipher names); None: TLSv1.2 and TLSv1.3.
-    max_version: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("cert_file", "key_file", "client_ca_file"):
-            path = getattr(self, name)
-            if path is not None and not Path(path).is_file():
-                raise ValueError(f"listener TLS {name} {path} does not exist or is not a file")
-        if self.max_version is not None and self.max_version not in TLS_VERSIONS:
-            raise ValueError(f"listener TLS max_version {self.max_version!r}: allowed {', '.join(TLS_VERSIONS)}")
 
 
 @dataclass

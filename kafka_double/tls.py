@@ -15,15 +15,34 @@ import functools
 import shutil
 import ssl
 import subprocess
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-if TYPE_CHECKING:
-    from .specs import ListenerTls
-
 TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+
+@dataclass(frozen=True)
+class ListenerTls:
+    """A TLS listener's key material, as PEM files (Kafka: ssl.keystore.type=PEM, ssl.truststore.type=PEM)."""
+
+    cert_file: Path  # the broker's certificate chain (ssl.keystore.certificate.chain)
+    key_file: Path  # its unencrypted private key (ssl.keystore.key)
+    # CA bundle trusted for client certificates; set means ssl.client.auth=required (mutual TLS).
+    client_ca_file: Path | None = None
+    # Cap the negotiated protocol ("TLSv1.2" lets tests see TLS 1.2 cipher names); None: TLSv1.2 and TLSv1.3.
+    max_version: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("cert_file", "key_file", "client_ca_file"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"listener TLS {name} {path} does not exist or is not a file")
+        if self.max_version is not None and self.max_version not in TLS_VERSIONS:
+            raise ValueError(f"listener TLS max_version {self.max_version!r}: allowed {', '.join(TLS_VERSIONS)}")
+
 
 # The attribute keywords X500Principal.getName() (RFC 2253 format) writes; any other attribute it writes as
 # OID=#<DER hex>, which the double does not reproduce (see rfc2253_name).

@@ -63,8 +63,6 @@ class RequestFrame:
     client_id: str | None
     header_version: int
     body: bytes
-    #: The whole frame as read off the connection (header and body, no size); empty for a frame made up in memory.
-    raw: bytes = b""
 
 
 def request_header_version(release: Release, api_key: int, api_version: int) -> int:
@@ -88,14 +86,14 @@ def parse_request(frame: bytes, release: Release) -> RequestFrame:
     api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
     header_version = request_header_version(release, api_key, api_version)
     if header_version == 0:
-        return RequestFrame(api_key, api_version, correlation_id, None, 0, frame[8:], frame)
+        return RequestFrame(api_key, api_version, correlation_id, None, 0, frame[8:])
     buf = io.BytesIO(frame)
     try:
         header = RequestHeader.decode(buf, flexible=header_version == 2)
     except Exception as exc:  # malformed header: the broker closes the connection
         raise ProtocolError(f"cannot parse request header: {exc}") from exc
     body = frame[buf.tell() :]
-    return RequestFrame(api_key, api_version, correlation_id, header.client_id, header_version, body, frame)
+    return RequestFrame(api_key, api_version, correlation_id, header.client_id, header_version, body)
 
 
 def decode_body(req: RequestFrame) -> ApiMessage:

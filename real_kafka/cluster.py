@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from kafka_double.mbean_host import free_ports
+from harness.ports import free_ports
 from real_kafka.broker import ClusterLayout, KafkaNode, NodeOptions, StartTiming
 from real_kafka.config import NodePorts, NodeRoles
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
-from kafka_double.raw_client import RawConnection
+from harness.raw_client import RawConnection
 
 __all__ = ["PROBE_SOFTWARE_NAME", "PROBE_SOFTWARE_VERSION", "NotReady", "probe"]
 

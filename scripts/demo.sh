@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: Apache Kafka's own brokers mid-upgrade (--double: the broker double) + real clients + exporter +
+# The main job: Apache Kafka's own brokers mid-upgrade + real clients + exporter +
 # inventory job + Prometheus. Ctrl-C stops everything.
 set -euo pipefail
 # The demo reports how long after this command its first live series was served, set-up included.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders the alert rules and their promtool unit tests (alerts/kafka-client-exporter.rules.yaml, alerts/tests/) from
-# alerts/templates/ with the tunables of alerts/config.yaml (kafka_double/alert_rules.py), then copies the rules'
+# alerts/templates/ with the tunables of alerts/config.yaml (alerts/render.py), then copies the rules'
 # templates, that config, the example Alertmanager configuration (the chart's AlertmanagerConfig reads it) and the
 # Grafana dashboards (dashboards/grafana/*.json) into the Helm chart
 # (helm/kafka-client-exporter/files/), removing copies whose source is gone: the chart renders the same templates with
@@ -28,7 +28,7 @@ sync_dir() {  # sync_dir SOURCE_GLOB_DIR PATTERN TARGET_DIR
 
 # The checkout's own packages, whatever the venv's editable install points at.
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-.venv/bin/python -m kafka_double.alert_rules --chart-values-schema helm/kafka-client-exporter/values.schema.json
+.venv/bin/python -m alerts.render --chart-values-schema helm/kafka-client-exporter/values.schema.json
 
 sync_dir alerts/templates '*.rules.yaml' "$chart_files/alerts"
 cp alerts/config.yaml alerts/alertmanager.example.yaml "$chart_files/alerts/"

@@ -85,8 +85,8 @@ install_venv() {
 }
 
 install_node_clients() {
-  [ ! -d kafka_double/node/node_modules/kafkajs ] || return 0
-  npm install --silent --no-audit --no-fund --prefix kafka_double/node >/dev/null
+  [ ! -d harness/node/node_modules/kafkajs ] || return 0
+  npm install --silent --no-audit --no-fund --prefix harness/node >/dev/null
 }
 
 start_fragments() {

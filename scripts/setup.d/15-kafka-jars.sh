@@ -1,5 +1,5 @@
 # Kafka's jars from Maven Central, one closure per module of scripts/maven/pom.xml, into the git-ignored .tools/:
-# - .tools/kafka-clients: kafka-clients 4.3.0 and 3.9.0, slf4j-api, Jackson (kafka_double/kafka_jars.py: the broker
+# - .tools/kafka-clients: kafka-clients 4.3.0 and 3.9.0, slf4j-api, Jackson (harness/kafka_jars.py: the broker
 #   double's JMX host, the Java clients, the ApiVersions and request-log oracles);
 # - .tools/kafka/<release>/libs: real brokers and their admin tools, 3.9.2 and 4.4.0 (real_kafka/distribution.py);
 # - .tools/kafka-clients-legacy/<version>: real 0.10.1.1, 0.10.2.2 and 2.8.2 Java clients;

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_double.alertmanager_process import ALERTMANAGER, AMTOOL
-from kafka_double.prometheus_process import PROMETHEUS, PROMTOOL
+from harness.alertmanager_process import ALERTMANAGER, AMTOOL
+from harness.prometheus_process import PROMETHEUS, PROMTOOL
 
 ROOT = Path(__file__).resolve().parents[2]
 

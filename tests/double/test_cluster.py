@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from jmxquery import JMXConnection, JMXQuery
 
+from harness.clients import ClientKind, expected_identity, missing_reason, start_client
 from kafka_double import BrokerSpec, DoubleCluster, ListenerSpec
-from kafka_double.clients import ClientKind, expected_identity, missing_reason, start_client
 from kafka_double.mbean_host import MBeanHost
 from tests.support.waiting import wait_for
 
@@ -26,13 +24,13 @@ def jvm() -> Iterator[MBeanHost]:
 
 
 @pytest.fixture
-def make_cluster(jvm: MBeanHost, tmp_path: Path) -> Iterator[Callable[..., DoubleCluster]]:
+def make_cluster(jvm: MBeanHost) -> Iterator[Callable[..., DoubleCluster]]:
     clusters: list[DoubleCluster] = []
     next_id = iter(range(1, 10_000))  # broker ids must stay unique within the shared JVM
 
     def make(release: str = "4.1.0", brokers: int = 2) -> DoubleCluster:
         specs = [BrokerSpec(next(next_id), release=release) for _ in range(brokers)]
-        c = DoubleCluster(specs, mbean_host=jvm, request_log_dir=tmp_path / "logs")
+        c = DoubleCluster(specs, mbean_host=jvm)
         c.start()
         clusters.append(c)
         return c
@@ -122,23 +120,6 @@ def test_release_2_4_publishes_no_client_mbeans(make_cluster) -> None:
         assert names and not any("clientSoftwareName=" in n or "cipher=" in n for n in names)
         counts = [r.value for r in rows if r.attribute == "connection-count"]
         assert sum(float(v) for v in counts) >= 1
-
-
-def test_request_log_from_real_client(make_cluster, tmp_path: Path) -> None:
-    _skip_if_missing(ClientKind.KAFKA_PYTHON)
-    c = make_cluster("4.1.0", brokers=1)
-    b = c.brokers[0]
-    with start_client(ClientKind.KAFKA_PYTHON, c.bootstrap()) as client:
-        client.wait_ready()
-    log = tmp_path / "logs" / f"broker-{b.broker_id}" / "kafka-request.log"
-    lines = [
-        json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0])
-        for line in log.read_text().splitlines()
-    ]
-    apis = [(x["requestHeader"]["requestApiKeyName"], x["clientInformation"]["softwareName"]) for x in lines]
-    assert ("API_VERSIONS", "unknown") in apis and ("METADATA", "kafka-python") in apis
-    # 4.x connection ids carry the processor id: local-remote-processor-index.
-    assert all(x["connection"].count("-") == 3 for x in lines)
 
 
 def test_kill_and_restart_same_ports(make_cluster) -> None:

@@ -16,7 +16,8 @@ import trustme
 from cryptography.hazmat.primitives import serialization
 from jmxquery import JMXConnection, JMXQuery
 
-from kafka_double.mbean_host import JmxTls, MBeanHost, free_port, free_ports
+from harness.ports import free_port, free_ports
+from kafka_double.mbean_host import JmxTls, MBeanHost
 
 pytestmark = pytest.mark.slow
 

@@ -12,9 +12,9 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from exporter.kafka_releases import table
 from exporter.kafka_releases.inference import UNKNOWN, infer_release
+from harness.raw_client import RawConnection
 from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import MBeanHost
-from kafka_double.raw_client import RawConnection
 from kafka_double.releases import KRAFT, ZOOKEEPER, get_release, known_releases
 
 # ZooKeeper-only broker APIs of 3.9 (listeners ["zkBroker"] or ["zkBroker", "controller"], commit cc53a632edcf):

@@ -14,10 +14,10 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from exporter.sources.exposition_mapping import PRESETS as EXPORTER_PRESETS
 from exporter.sources.exposition_mapping import parse_exposition
+from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec, MetricsEndpointConfig
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.metrics_endpoint import PRESETS
-from kafka_double.raw_client import RawConnection
 from kafka_double.specs import ListenerTls
 from tests.support.tls_material import BrokerTlsMaterial
 

@@ -3,19 +3,16 @@
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
+from harness.raw_client import RawConnection
 from kafka_double import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import MBeanHost
-from kafka_double.raw_client import RawConnection
-from tests.support import request_log_fixtures as fx
 from tests.support.waiting import wait_for
 
 # docs/kafka-facts/protocol.md#example-frames: ApiVersions v3, client "probe", kafka-client-exporter 0.1.0, corr. id 1.
@@ -27,12 +24,12 @@ Conn = RawConnection
 
 
 @pytest.fixture
-def make_cluster(tmp_path: Path, mbean_host: MBeanHost) -> Iterator[Callable[..., tuple[DoubleCluster, MBeanHost]]]:
+def make_cluster(mbean_host: MBeanHost) -> Iterator[Callable[..., tuple[DoubleCluster, MBeanHost]]]:
     clusters: list[DoubleCluster] = []
 
     def make(*releases: str) -> tuple[DoubleCluster, MBeanHost]:
         specs = [BrokerSpec(i + 1, release=r) for i, r in enumerate(releases or ("4.1.0",))]
-        c = DoubleCluster(specs, mbean_host=mbean_host, request_log_dir=tmp_path / "logs")
+        c = DoubleCluster(specs, mbean_host=mbean_host)
         c.start()
         clusters.append(c)
         return c, mbean_host
@@ -158,64 +155,6 @@ def test_round_robin_over_processors(make_cluster) -> None:
         conn.close()
 
 
-def _log_lines(path: Path) -> list[dict]:
-    return _log_lines_of(path.read_text().splitlines())
-
-
-def _log_lines_of(lines: list[str]) -> list[dict]:
-    out = []
-    for line in lines:
-        assert line.startswith("[") and line.endswith(" (kafka.request.logger)")
-        assert " DEBUG Completed request:" in line
-        out.append(json.loads(line.split("Completed request:", 1)[1].rsplit(" (kafka.request.logger)", 1)[0]))
-    return out
-
-
-def test_request_log_json_lines(make_cluster, tmp_path: Path) -> None:
-    c, _ = make_cluster("3.8.0")
-    conn = Conn(port(c))
-    conn.request(ApiVersionsRequest(version=3, client_software_name="my-app", client_software_version="1.0"))
-    conn.request(MetadataRequest(version=2, topics=[]), correlation_id=2)  # deprecated on 3.8.0
-    conn.close()
-    log = tmp_path / "logs" / "broker-1" / "kafka-request.log"
-    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
-    first, second = _log_lines(log)
-    assert list(first) == [
-        "isForwarded",
-        "requestHeader",
-        "request",
-        "response",
-        "connection",
-        "totalTimeMs",
-        "requestQueueTimeMs",
-        "localTimeMs",
-        "remoteTimeMs",
-        "throttleTimeMs",
-        "responseQueueTimeMs",
-        "sendTimeMs",
-        "securityProtocol",
-        "principal",
-        "listener",
-        "clientInformation",
-    ]
-    assert first["requestHeader"] == {
-        "requestApiKey": 18,
-        "requestApiVersion": 3,
-        "correlationId": 1,
-        "clientId": "probe",
-        "requestApiKeyName": "API_VERSIONS",
-    }
-    assert first["request"] == {"clientSoftwareName": "my-app", "clientSoftwareVersion": "1.0"}
-    # The ApiVersions line carries the information from before registration.
-    assert first["clientInformation"] == {"softwareName": "unknown", "softwareVersion": "unknown"}
-    assert second["clientInformation"] == {"softwareName": "my-app", "softwareVersion": "1.0"}
-    assert second["requestHeader"]["requestApiVersionDeprecated"] is True
-    assert second["response"]["clusterId"] == c.cluster_id
-    # 3.x connection id: local-remote-index (no processor segment).
-    assert first["connection"].startswith(f"127.0.0.1:{port(c)}-127.0.0.1:")
-    assert first["connection"].count("-") == 2
-
-
 def test_deprecated_request_marks_meter_on_3_8(make_cluster) -> None:
     c, host = make_cluster("3.8.0")
     conn = Conn(port(c))
@@ -230,31 +169,3 @@ def test_deprecated_request_marks_meter_on_3_8(make_cluster) -> None:
     meters = [(n, attribute, value) for n, attribute, value in host.dump(1) if "DeprecatedRequestsPerSec" in n]
     assert meters == [(name, "Count", 2)]
     conn.close()
-
-
-def test_rejected_api_versions_lines_match_the_inventory_fixture(make_cluster, tmp_path: Path) -> None:
-    """The double's log lines for INVALID_REQUEST (42) and UNSUPPORTED_VERSION (35) carry the bodies the request-log
-    fixture uses (docs/kafka-facts/request-log.md#rejected-apiversions-lines), so the Spark job is tested on both."""
-    c, _ = make_cluster("3.9.0")
-    bad = ApiVersionsRequest(version=3, client_software_name="-bad-", client_software_version="1")
-    with Conn(port(c)) as conn:
-        conn.request(bad, correlation_id=3, client_id="rejected")
-    with Conn(port(c)) as conn:
-        # ApiVersions v5 (above 3.9's v4): header v2, then a body the broker never parses.
-        body = struct.pack(">hhih", 18, 5, 3, 7) + b"too-new\x00" + b"\x05java\x044.4\x00"
-        conn.send(struct.pack(">i", len(body)) + body)
-        conn.recv_frame()
-    log = tmp_path / "logs" / "broker-1" / "kafka-request.log"
-    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2)
-    got = {line["requestHeader"]["clientId"]: line for line in _log_lines(log)}
-    fixture = {
-        line["requestHeader"]["clientId"]: line
-        for line in _log_lines_of(fx.JSON_LINES)
-        if line["requestHeader"].get("clientId") in ("rejected", "too-new")
-    }
-    for client in ("rejected", "too-new"):
-        for key in ("request", "response"):
-            assert got[client][key] == fixture[client][key], (client, key)
-        assert (
-            got[client]["requestHeader"]["requestApiVersion"] == fixture[client]["requestHeader"]["requestApiVersion"]
-        )

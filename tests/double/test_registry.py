@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from kafka_double.mbean_host import MBeanHost, free_port
+from harness.ports import free_port
+from kafka_double.mbean_host import MBeanHost
 from kafka_double.registry import BrokerMetrics, ChannelRegistry, ClientInformation
 from kafka_double.releases import get_release, known_releases
 

@@ -26,9 +26,9 @@ from typing import TypeVar
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from alerts.render import every, merge, write_rules
 from demo.common import LEGACY_CLIENT_ID, POLICY
-from kafka_double.alert_rules import every, merge, write_rules
-from kafka_double.alertmanager_process import (
+from harness.alertmanager_process import (
     AlertReceiver,
     Notification,
     alert_groups,
@@ -37,12 +37,12 @@ from kafka_double.alertmanager_process import (
     running_alertmanager,
     with_timings,
 )
-from kafka_double.clients import ClientKind, RealClient, start_client
+from harness.clients import ClientKind, RealClient, start_client
+from harness.exporter_process import running_exporter, write_config
+from harness.legacy_client import LegacyClient
+from harness.ports import free_port
+from harness.prometheus_process import running_prometheus
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.demo_scenario import LegacyClient
-from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.mbean_host import free_port
-from kafka_double.prometheus_process import running_prometheus
 from tests.support.inventory_publication import publish
 
 pytestmark = pytest.mark.slow
@@ -210,7 +210,7 @@ def test_the_alerts_reach_the_receiver_grouped_named_inhibited_and_resolved(tmp_
         port = free_port()
         exporter_url = f"http://127.0.0.1:{port}"
         clients = running.enter_context(old_clients(double.bootstrap()))
-        running.enter_context(LegacyClient(double.broker(1).listener_port("PLAINTEXT")))
+        running.enter_context(LegacyClient(double.broker(1).listener_port("PLAINTEXT"), LEGACY_CLIENT_ID))
         exporter = running.enter_context(contextlib.ExitStack())
         exporter.enter_context(running_exporter(config, port))
         poll(lambda: exporter_ready(exporter_url), 60, "the exporter serving the four violations and their clients")

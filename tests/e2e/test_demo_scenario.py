@@ -5,11 +5,9 @@ panel and variable query of every shipped dashboard return data the way Grafana 
 example configuration, sends the alerts' messages, which name the clients the inventory found behind them: on Apache
 Kafka's own brokers, the product's whole alert path.
 
-Both scenarios, each started once for all the module's tests: Apache Kafka's own brokers (the default,
-real_kafka/demo_scenario.py: 3.9.2 and 4.4.0 in one cluster mid-upgrade, a real 0.10.2.2 Java producer as the legacy
-client, a client that connects after the inventory job) and the broker double (`--double`,
-kafka_double/demo_scenario.py), which keeps the double's emulated 0.10-era requests and two client listeners checked
-against the same dashboards."""
+The scenario (demo/scenario.py: Apache Kafka 3.9.2 and 4.4.0 in one cluster mid-upgrade, a real 0.10.2.2 Java
+producer as the legacy client, a client that connects after the inventory job) is started once for all the module's
+tests."""
 
 from __future__ import annotations
 
@@ -26,17 +24,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from demo.common import CLUSTER, LEGACY_CLIENT_ID, RunningDemo
-from kafka_double.alertmanager_process import Notification
-from kafka_double.demo_scenario import running_demo
-from kafka_double.ports import free_port
-from real_kafka.demo_scenario import NODES, running_real_demo
+from demo.scenario import NODES, running_demo
+from harness.alertmanager_process import Notification
+from harness.ports import free_port
 from tests.support.promql import DASHBOARDS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
 
-#: Alerts both scenarios are built to trigger: below minimum (librdkafka 1.6.0), denied version (2.0.2), unknown
+#: Alerts the scenario is built to trigger: below minimum (librdkafka 1.6.0), denied version (2.0.2), unknown
 #: software (aiokafka, kafkajs, the legacy producer), upgrade-blocking requests (the legacy producer's Produce v2
-#: on the 3.9 broker), release skew (4.4.0 or 4.1.0 brokers beside a 3.9 one).
+#: on the 3.9 broker), release skew (4.4.0 brokers beside a 3.9 one).
 EXPECTED_ALERTS = {
     ("KafkaClientBelowMinimumVersion", "librdkafka", "1.6.0"),
     ("KafkaClientDeniedVersion", "librdkafka", "2.0.2"),
@@ -56,20 +53,10 @@ RUNBOOK = "https://github.com/kafka-client-exporter/kafka-client-exporter/blob/m
 #: metadata.version 3.9-IV0 as a KIP-584 feature level (MetadataVersion.IBP_3_9_IV0), what Kafka 3.9.2 formats a
 #: new cluster with.
 METADATA_VERSION_3_9_IV0 = 21
-#: Panels (by title) or queries (by a metric they read) that may have no series in a healthy demo, and why, by
-#: scenario.
-HEALTHY = {
+#: Panels (by title) or queries (by a metric they read) that may have no series in a healthy demo, and why.
+EMPTY_IN_A_HEALTHY_DEMO = {
     "Errors by reason": "no poll fails in the demo once the inventory job has published",
     "kafka_client_unverified_connections": "every broker's own channels are read: nothing is in doubt",
-}
-EMPTY_IN_A_HEALTHY_DEMO = {
-    "real-kafka": HEALTHY,
-    "double": HEALTHY
-    | {
-        "Connected versions not in the inventory": "the double's job runs after every client has connected",
-        "kafka_client_inter_broker_connections": "the double's brokers hold no channels of their own",
-        "kafka_broker_outbound_connections": "the double's brokers hold no channels of their own",
-    },
 }
 # Grafana's values for its macros with the dashboards' defaults: a 6 h range, and the data source's default scrape
 # interval (15 s), which makes $__rate_interval 1 m.
@@ -113,14 +100,10 @@ def grafana(expr: str, variables: dict[str, str]) -> str:
     return VARIABLE.sub(substitute, expr)
 
 
-@pytest.fixture(
-    scope="module",
-    params=[pytest.param("real-kafka", marks=pytest.mark.real_kafka), "double"],
-)
-def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDemo]:
-    scenario = running_real_demo if request.param == "real-kafka" else running_demo
-    with scenario(
-        tmp_path_factory.mktemp(f"demo-{request.param}"),
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDemo]:
+    with running_demo(
+        tmp_path_factory.mktemp("demo"),
         free_port(),
         prometheus_port=free_port(),
         alertmanager_port=free_port(),
@@ -135,15 +118,8 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         yield running
 
 
-def scenario_of(demo: RunningDemo) -> str:
-    return "real-kafka" if demo.real_kafka else "double"
-
-
 def test_the_summary_says_which_brokers_run_and_the_real_ones_are_mid_upgrade(demo: RunningDemo) -> None:
     summary = "\n".join(demo.brokers)
-    if not demo.real_kafka:
-        assert "the broker double (emulated brokers, not Apache Kafka)" in summary
-        return
     assert "Apache Kafka's own brokers" in summary
     for plan in NODES:
         assert f"broker {plan.node_id}: Apache Kafka {plan.release}," in summary
@@ -207,9 +183,6 @@ def test_the_scenarios_alerts_are_pending_or_firing_and_every_rule_evaluates(dem
     assert not broken, broken
 
 
-# The real scenario only: the double's brokers hold no channels of their own.
-@pytest.mark.real_kafka
-@pytest.mark.parametrize("demo", ["real-kafka"], indirect=True)
 def test_the_unknown_software_alert_is_the_unnamed_clients_never_the_brokers_replica_fetchers(
     demo: RunningDemo,
 ) -> None:
@@ -246,9 +219,6 @@ def test_the_unknown_software_alert_is_the_unnamed_clients_never_the_brokers_rep
     assert not total('sum(kafka_client_unverified_connections{kafka_cluster="demo"})'), "every broker's channels read"
 
 
-# The real scenario only: the double's clients all connect before its inventory job runs.
-@pytest.mark.real_kafka
-@pytest.mark.parametrize("demo", ["real-kafka"], indirect=True)
 def test_a_client_connected_after_the_job_shows_as_not_in_the_inventory(demo: RunningDemo) -> None:
     late = demo.late_client
     assert late is not None, "the real scenario has a client that connects after the job"
@@ -338,7 +308,7 @@ def test_every_panel_and_variable_query_of_every_dashboard_returns_data(demo: Ru
                     empty_panels.append((path.name, panel["title"], query))
     assert checked > 30
     assert not empty_variables, f"variables with no values: {empty_variables}"
-    allowed = EMPTY_IN_A_HEALTHY_DEMO[scenario_of(demo)]
+    allowed = EMPTY_IN_A_HEALTHY_DEMO
     unexpected = [
         f"  {name} {title!r}: {query}"
         for name, title, query in empty_panels

@@ -18,10 +18,11 @@ from exporter.config.settings import Settings
 from exporter.snapshot import Snapshot
 from exporter.sources.object_name import parse_object_name
 from exporter.web.exposition import render_snapshot
-from kafka_double.clients import ClientKind, start_client
+from harness.clients import ClientKind, start_client
+from harness.ports import free_port
+from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
-from kafka_double.mbean_host import MBeanHost, free_port
-from kafka_double.raw_client import RawConnection
+from kafka_double.mbean_host import MBeanHost
 
 pytestmark = pytest.mark.slow
 

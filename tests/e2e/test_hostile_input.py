@@ -174,7 +174,7 @@ def _exporter(*args: str, env: dict[str, str] | None = None, timeout: float = 60
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    from kafka_double.mbean_host import free_port
+    from harness.ports import free_port
 
     path = tmp_path / "config.yaml"
     path.write_text(CONFIG.format(port=free_port()), encoding="utf-8")  # nothing listens there

@@ -1,6 +1,8 @@
-"""Who is behind each live series: the inventory job runs over the double's own request logs, and `serve` with
-`inventory.path` joins its clients with the live connections in /metrics, on the status page and in /api/clients;
-a corrupted publication turns `up{source="inventory"}` to 0 while the last good identities stay."""
+"""Who is behind each live series: `serve` with `inventory.path` joins the clients of an inventory publication with
+the live connections of the double's broker in /metrics, on the status page and in /api/clients; a corrupted
+publication turns `up{source="inventory"}` to 0 while the last good identities stay. The publication is written as
+the job leaves one (tests/support/inventory_publication.py); the job itself, over the request logs of real brokers,
+joined the same way: tests/real_kafka/test_real_inventory.py."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -15,11 +18,11 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_double.clients import ClientKind, start_client
+from harness.clients import ClientKind, start_client
+from harness.exporter_process import running_exporter, write_config
+from harness.ports import free_port
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.mbean_host import free_port
-from tests.support.inventory_command import run_inventory
+from tests.support.inventory_publication import publish
 
 pytestmark = pytest.mark.slow
 SOFTWARE = ("who-check", "1.2.3")
@@ -28,10 +31,9 @@ T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
-def logs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DoubleCluster, Path]]:
-    directory = tmp_path_factory.mktemp("broker-logs")
-    with DoubleCluster([BrokerSpec(id=1)], request_log_dir=directory) as cluster:
-        yield cluster, directory
+def double() -> Iterator[DoubleCluster]:
+    with DoubleCluster([BrokerSpec(id=1)]) as cluster:
+        yield cluster
 
 
 def samples(body: str, name: str) -> list[tuple[dict[str, str], float]]:
@@ -62,10 +64,14 @@ def wait_for(check: Callable[[], T | None], timeout: float = 40) -> T:
 
 
 def test_identities_join_the_live_series_and_survive_a_corrupted_publication(
-    logs: tuple[DoubleCluster, Path], tmp_path: Path
+    double: DoubleCluster, tmp_path: Path
 ) -> None:
-    double, directory = logs
     output = tmp_path / "inventory"
+    # Read as fresh: the newest line of the logs it read is now (UTC, as brokers log).
+    now = datetime.now(UTC)
+    stamp = now.strftime("%Y-%m-%d %H:%M:%S.000")
+    row = [CLIENT_ID, "User:ANONYMOUS", "127.0.0.1", "PLAINTEXT", *SOFTWARE, stamp, stamp, "3", "1"]
+    publish(output, "r1", [row], log_time_range={"first": stamp, "last": stamp})
     kcat = start_client(
         ClientKind.KCAT,
         double.bootstrap(),
@@ -75,9 +81,6 @@ def test_identities_join_the_live_series_and_survive_a_corrupted_publication(
     )
     with kcat:
         kcat.wait_ready()
-        time.sleep(1.5)  # its requests are in the request log
-        done = run_inventory("--input", str(directory), "--output", str(output))
-        assert done.returncode == 0, done.stderr[-3000:]
         config = write_config(
             tmp_path / "exporter.yaml",
             "local",
@@ -108,8 +111,8 @@ def test_identities_join_the_live_series_and_survive_a_corrupted_publication(
             body = get(f"{base}/metrics")
             up = dict((labels["source"], value) for labels, value in samples(body, "kafka_client_exporter_up"))
             assert up["inventory"] == 1.0
-            (stamp,) = samples(body, "kafka_client_exporter_inventory_timestamp_seconds")
-            assert abs(stamp[1] - time.time()) < 600  # the double logs in UTC: the newest line is minutes old
+            (newest,) = samples(body, "kafka_client_exporter_inventory_timestamp_seconds")
+            assert abs(newest[1] - now.replace(microsecond=0).timestamp()) < 1  # the publication's newest line
 
             page = get(f"{base}/")
             assert "billing &#34;ledger&#34;,v2" in page and "Who runs them: the inventory in" in page

@@ -23,7 +23,8 @@ from exporter.snapshot import Snapshot
 from exporter.sources.jmx import JavaRuntime, JmxTarget
 from exporter.sources.jmx_bridge import JmxBridge
 from exporter.web.exposition import render_snapshot
-from kafka_double.mbean_host import MBeanHost, free_port
+from harness.ports import free_port
+from kafka_double.mbean_host import MBeanHost
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import pytest
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget, read_broker
-from kafka_double.mbean_host import free_port
+from harness.ports import free_port
 
 pytestmark = pytest.mark.slow
 JAVA = JavaRuntime("java", ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))

@@ -17,8 +17,9 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.snapshot import JmxReading, Snapshot
+from harness.ports import free_port
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.mbean_host import JmxTls, MBeanHost, free_port
+from kafka_double.mbean_host import JmxTls, MBeanHost
 from tests.support.tls_material import write_leaf
 
 pytestmark = pytest.mark.slow

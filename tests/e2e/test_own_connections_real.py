@@ -61,7 +61,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__ as EXPORTER_VERSION
-from kafka_double.clients import (
+from harness.clients import (
     JAVA_CLIENT_OPTIONS,
     LEGACY_JAVA_CLIENT_SOURCE,
     LEGACY_JAVA_RELEASES,
@@ -71,11 +71,11 @@ from kafka_double.clients import (
     RealClient,
     start_client,
 )
-from kafka_double.exporter_process import REPO_ROOT, running_exporter, write_config
-from kafka_double.java_program import java_program_args
-from kafka_double.kafka_jars import legacy_clients_classpath
-from kafka_double.ports import free_port
-from kafka_double.prometheus_process import JOB, running_prometheus
+from harness.exporter_process import REPO_ROOT, running_exporter, write_config
+from harness.java_program import java_program_args
+from harness.kafka_jars import legacy_clients_classpath
+from harness.ports import free_port
+from harness.prometheus_process import JOB, running_prometheus
 from real_kafka import JmxAuth, KafkaCluster, NodeOptions
 from real_kafka.connections import Listener, count_connections
 from real_kafka.jmx import jmx_url

@@ -12,10 +12,10 @@ import trustme
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from exporter.config.settings import Settings
+from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec, MetricsEndpointConfig
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.metrics_endpoint import PRESETS
-from kafka_double.raw_client import RawConnection
 from tests.e2e.test_end_to_end import collect
 
 pytestmark = pytest.mark.slow

@@ -53,12 +53,9 @@ def listeners(m: BrokerTlsMaterial) -> list[ListenerSpec]:
 
 
 @pytest.fixture(scope="module")
-def double(
-    material: BrokerTlsMaterial, mbean_host: MBeanHost, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DoubleCluster]:
+def double(material: BrokerTlsMaterial, mbean_host: MBeanHost) -> Iterator[DoubleCluster]:
     specs = [BrokerSpec(1, listeners=listeners(material)), BrokerSpec(2, listeners=listeners(material))]
-    logs = tmp_path_factory.mktemp("protocol-tls-logs")
-    with DoubleCluster(specs, mbean_host=mbean_host, sasl_users={USER: PASSWORD}, request_log_dir=logs) as cluster:
+    with DoubleCluster(specs, mbean_host=mbean_host, sasl_users={USER: PASSWORD}) as cluster:
         yield cluster
 
 

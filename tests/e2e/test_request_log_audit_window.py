@@ -18,7 +18,7 @@ import pytest
 from kafka import KafkaAdminClient
 
 from exporter.request_logs.log_kinds import LogKind
-from kafka_double.clients import ClientKind, RealClient, start_client
+from harness.clients import ClientKind, RealClient, start_client
 from real_kafka import KafkaCluster, NodeOptions
 from real_kafka.broker_loggers import set_logger_level
 from tests.support.waiting import wait_for

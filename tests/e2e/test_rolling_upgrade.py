@@ -48,10 +48,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter import __version__ as EXPORTER_VERSION
 from exporter.kafka_releases.broker_channels import is_broker_channel_client_id
 from exporter.request_logs.layout import CLIENT_KEY
-from kafka_double.clients import ClientKind, RealClient, start_client
-from kafka_double.exporter_process import REPO_ROOT, running_exporter, write_config
-from kafka_double.ports import free_port
-from kafka_double.prometheus_process import running_prometheus
+from harness.clients import ClientKind, RealClient, start_client
+from harness.exporter_process import REPO_ROOT, running_exporter, write_config
+from harness.ports import free_port
+from harness.prometheus_process import running_prometheus
 from real_kafka import JmxAuth, KafkaCluster, KafkaNode, NodeOptions
 from real_kafka.connections import Listener, count_connections
 from real_kafka.rolling_upgrade import Finalized, NodeBack, NodeStopped, RollingUpgrade, wait_in_sync

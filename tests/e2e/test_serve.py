@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from exporter import __version__
-from kafka_double.clients import ClientKind, start_client
+from harness.clients import ClientKind, start_client
+from harness.exporter_process import checkout_env, running_exporter, write_config
+from harness.ports import free_port
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.exporter_process import checkout_env, running_exporter, write_config
-from kafka_double.mbean_host import free_port
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow

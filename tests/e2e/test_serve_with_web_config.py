@@ -10,8 +10,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.mbean_host import free_port
+from harness.exporter_process import running_exporter, write_config
+from harness.ports import free_port
 from tests.support.web import basic, client_context, get, make_pki, write_web_config
 
 pytestmark = pytest.mark.slow

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_double.clients import ClientKind, start_client
+from harness.clients import ClientKind, start_client
+from harness.exporter_process import running_exporter, write_config
+from harness.ports import free_port
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.mbean_host import free_port
 from tests.support.status_page import tables_of
 
 pytestmark = pytest.mark.slow

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_double.exporter_process import cluster_entry, running_exporter, write_config
-from kafka_double.mbean_host import free_port
+from harness.exporter_process import cluster_entry, running_exporter, write_config
+from harness.ports import free_port
 from real_kafka import RELEASES, BrokerTls, JmxAuth, KafkaCluster, KafkaNode, NodeOptions, start_clusters
 from tests.support.tls_material import BrokerTlsMaterial
 from tests.support.waiting import wait_for

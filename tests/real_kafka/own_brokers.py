@@ -20,7 +20,7 @@ import yaml
 from kafka.admin import KafkaAdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_double.exporter_process import checkout_env
+from harness.exporter_process import checkout_env
 from real_kafka import KafkaCluster, KafkaNode, NodeOptions
 from tests.real_kafka.conftest import Series
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from exporter import __version__
-from kafka_double.clients import ClientKind, start_client
-from kafka_double.exporter_process import checkout_env
+from harness.clients import ClientKind, start_client
+from harness.exporter_process import checkout_env
 from real_kafka import RELEASES
 from real_kafka.readiness import PROBE_SOFTWARE_NAME
 from tests.real_kafka.conftest import (

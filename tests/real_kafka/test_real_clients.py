@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from kafka_double.clients import (
+from harness.clients import (
     LEGACY_JAVA_RELEASES,
     UNKNOWN,
     ClientError,

@@ -31,10 +31,10 @@ from kafka.protocol.admin import DescribeConfigsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from exporter.sources.object_name import parse_object_name
-from kafka_double.clients import ClientKind, RealClient, start_client
+from harness.clients import ClientKind, RealClient, start_client
+from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
-from kafka_double.raw_client import RawConnection
 from kafka_double.specs import ListenerTls
 from real_kafka import RELEASES
 from tests.real_kafka.conftest import JMX_PASSWORD, JMX_USER, SCRAM_PASSWORD, SCRAM_USER, RealBrokers

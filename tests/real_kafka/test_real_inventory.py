@@ -25,8 +25,8 @@ import pytest
 import yaml
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
-from kafka_double.clients import ClientKind, ExpectedIdentity, RealClient, start_client
-from kafka_double.raw_client import RawConnection
+from harness.clients import ClientKind, ExpectedIdentity, RealClient, start_client
+from harness.raw_client import RawConnection
 from real_kafka import RELEASES
 from tests.real_kafka.conftest import RealBrokers, api_clients, exporter_config, get, samples, scrape, serving
 from tests.support.inventory_command import run_inventory

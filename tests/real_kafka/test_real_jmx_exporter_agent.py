@@ -22,8 +22,8 @@ from kafka.protocol.admin import DescribeConfigsRequest
 from kafka.protocol.metadata import ApiVersionsRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_double.clients import ClientKind, RealClient, start_client
-from kafka_double.raw_client import RawConnection
+from harness.clients import ClientKind, RealClient, start_client
+from harness.raw_client import RawConnection
 from real_kafka import JmxAuth, KafkaNode, NodeOptions
 from tests.real_kafka.conftest import RealBrokers
 from tests.real_kafka.own_brokers import CollectOnce, collect_once, own_node

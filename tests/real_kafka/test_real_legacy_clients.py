@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from kafka_double.clients import UNKNOWN, ClientError, ClientKind, start_client
-from kafka_double.prometheus_process import running_prometheus
+from harness.clients import UNKNOWN, ClientError, ClientKind, start_client
+from harness.prometheus_process import running_prometheus
 from tests.real_kafka.conftest import RealBrokers, get, samples, scrape
 from tests.support.inventory_command import run_inventory
 from tests.support.status_page import tables_of

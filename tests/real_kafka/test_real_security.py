@@ -27,7 +27,7 @@ from kafka.admin import (
     ResourceType,
 )
 
-from kafka_double.clients import ClientKind, start_client
+from harness.clients import ClientKind, start_client
 from real_kafka import BrokerTls, JmxAuth, JmxTls, KafkaNode, NodeOptions
 from tests.real_kafka.conftest import SCRAM_PASSWORD, SCRAM_USER, RealBrokers
 from tests.real_kafka.own_brokers import AUTHORIZER, CollectOnce, admin_client, collect_once, own_node

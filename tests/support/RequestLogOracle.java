@@ -1,6 +1,7 @@
 // Prints, for each request/response pair read on stdin, the requestHeader, request and response JSON a Kafka broker
 // writes to kafka.request.logger, computed by the kafka-clients jar on the classpath (Kafka's own parsers and
-// generated JsonConverters, not the project's reading of them): the oracle for the double's request-log bodies.
+// generated JsonConverters, not the project's reading of them): the oracle for the synthetic sample lines and, with
+// "valid", for the double's check of KIP-511 software names.
 //
 // Usage: java -cp <kafka-clients jar>:<slf4j-api jar>:<jackson jars> RequestLogOracle.java
 //   stdin, one line per request: <request frame as hex (header + body, no size)> TAB <response version> TAB

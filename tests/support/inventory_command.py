@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.support.spark_cds import jvm_options
+from tests.support.spark_jvm import jvm_options
 
 LOOPBACK_CONF = ["--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
 # A job that tried to start a Python worker would fail on this module, which does not exist.
@@ -15,7 +15,7 @@ TWO_PARTITIONS = ["--conf", "spark.sql.shuffle.partitions=2"]
 
 
 def quick_jvm() -> list[str]:
-    """The driver's and executors' JVM options for one job (spark_cds.jvm_options), as --conf arguments."""
+    """The driver's and executors' JVM options for one job (spark_jvm.jvm_options), as --conf arguments."""
     options = jvm_options()
     return [
         *("--conf", f"spark.driver.extraJavaOptions={options}"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from kafka_double.java_program import java_program_args
-from kafka_double.kafka_jars import kafka_clients_classpath
+from harness.java_program import java_program_args
+from harness.kafka_jars import kafka_clients_classpath
 
 HERE = Path(__file__).resolve().parent
 API_VERSIONS_ORACLE = HERE / "ApiVersionsOracle.java"

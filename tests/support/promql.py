@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from exporter.collectors.catalog import BY_SAMPLE_NAME, NETWORK_PROCESSOR, Kind
-from kafka_double.prometheus_process import PROMTOOL, built
+from harness.prometheus_process import PROMTOOL, built
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "dashboards" / "grafana").glob("*.json"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyspark
 
-from kafka_double.mbean_host import free_port
+from harness.ports import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"

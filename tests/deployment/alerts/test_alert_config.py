@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafka_double.alert_rules import (
+from alerts.render import (
     CONFIG,
     RULES_NAME,
     TEMPLATES,

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from kafka_double.alert_rules import every, merge, write_rules
-from kafka_double.clients import ClientKind, start_client
+from alerts.render import every, merge, write_rules
+from harness.clients import ClientKind, start_client
+from harness.exporter_process import running_exporter, write_config
+from harness.ports import free_port
+from harness.prometheus_process import running_prometheus
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.mbean_host import free_port
-from kafka_double.prometheus_process import running_prometheus
 
 pytestmark = pytest.mark.slow
 ALERT = "KafkaClientBelowMinimumVersion"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafka_double.alert_rules import load_settings, parse_duration
-from kafka_double.alertmanager_process import AMTOOL, EXAMPLE_CONFIG, example_config, local_receivers, with_timings
+from alerts.render import load_settings, parse_duration
+from harness.alertmanager_process import AMTOOL, EXAMPLE_CONFIG, example_config, local_receivers, with_timings
 from tests.support.promql import RULES_FILE
 
 ALERTS = [rule for group in yaml.safe_load(RULES_FILE.read_text())["groups"] for rule in group["rules"]]

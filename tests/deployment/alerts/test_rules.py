@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from kafka_double.prometheus_process import PROMTOOL_2
+from harness.prometheus_process import PROMTOOL_2
 from tests.support.promql import ROOT, RULES_FILE, promtool
 
 TESTS = sorted((ROOT / "alerts" / "tests").glob("*.yaml"))

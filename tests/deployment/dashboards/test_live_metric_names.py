@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.exporter_process import running_exporter, write_config
+from harness.ports import free_port
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.mbean_host import free_port
 from tests.support.promql import (
     DASHBOARDS,
     PROMETHEUS_SERIES,

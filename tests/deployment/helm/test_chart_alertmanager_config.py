@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafka_double.alertmanager_process import example_config
+from harness.alertmanager_process import example_config
 from tests.deployment.helm.chart import ALL_TOGGLES, CHART, Helm, by_kind, render
 from tests.deployment.helm.test_chart import validate_crds
 

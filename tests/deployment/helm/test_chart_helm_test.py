@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import trustme
 
-from kafka_double.ports import free_port
+from harness.ports import free_port
 from tests.deployment.helm.chart import Helm, by_kind, render
 
 TLS = ("--set", "webConfig.enabled=true,webConfig.tls.enabled=true,webConfig.tls.secretName=exporter-tls")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafka_double.alert_rules import RULES_NAME, load_settings, render_rules
+from alerts.render import RULES_NAME, load_settings, render_rules
 from tests.deployment.helm.chart import ALL_TOGGLES, CHART, PACKAGING, ROOT, Helm, by_kind, render
 from tests.support.promql import promtool
 

@@ -15,9 +15,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__
-from kafka_double.clients import ClientKind, start_client
+from harness.clients import ClientKind, start_client
+from harness.exporter_process import write_config
 from kafka_double.cluster import BrokerSpec, DoubleCluster
-from kafka_double.exporter_process import write_config
 
 # The first test builds both images (its fixture): about 140 s alone, far more beside three busy workers.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.samples_run import CommandRun
 from tests.support.samples_run import samples_run as shared_samples_run
-from tests.support.spark_cds import jvm_options
+from tests.support.spark_jvm import jvm_options
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from exporter.request_logs.job import CSV_TABLES
-from kafka_double.ports import free_port
+from harness.ports import free_port
 from tests.support.inventory_command import (
     LOOPBACK_CONF,
     NO_PYTHON_WORKERS,

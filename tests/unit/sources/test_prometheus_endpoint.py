@@ -16,7 +16,7 @@ from exporter.config.settings import ClusterConfig
 from exporter.snapshot import ChannelConnections, ClientConnections, JmxReading
 from exporter.sources.base import Reason, SourceError
 from exporter.sources.prometheus_endpoint import PrometheusEndpointSource
-from kafka_double.ports import free_port
+from harness.ports import free_port
 
 GAUGES = (
     'kafka_server_socketservermetrics_connections{client_software_name="kcat",client_software_version="1.7.1",'

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // Run one real kafkajs client against a bootstrap address, in its own process.
 //
-// Protocol with the parent (kafka_double/clients.py): bootstrap (ApiVersions + Metadata), print READY on
+// Protocol with the parent (harness/clients.py): bootstrap (ApiVersions + Metadata), print READY on
 // stdout, hold the connections until stdin reaches EOF, disconnect cleanly and exit 0. Logs go to stderr so
 // that stdout carries only the handshake line.
 //
-// Usage: NODE_PATH=kafka_double/node/node_modules node client.js BOOTSTRAP [CLIENT_ID] [TIMEOUT_S]
+// Usage: NODE_PATH=harness/node/node_modules node client.js BOOTSTRAP [CLIENT_ID] [TIMEOUT_S]
 'use strict'
 
 const { Kafka, logLevel } = require('kafkajs')

@@ -11,7 +11,7 @@
  * --timeout S (bootstrap, default 20), --property KEY=VALUE (any client setting, repeatable: security.protocol,
  * sasl.*, ssl.* ...).
  *
- * Protocol with the parent (kafka_double/clients.py), as for the other script clients: READY on stdout once
+ * Protocol with the parent (harness/clients.py), as for the other script clients: READY on stdout once
  * bootstrapped, then the connections are held until stdin reaches EOF, the clients are closed and the exit code
  * is 0. Anything else goes to stderr; a failed bootstrap exits 1 with the cause.
  *

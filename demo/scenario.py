@@ -1,7 +1,6 @@
-"""The demo's scenario on Apache Kafka's own brokers (what `scripts/demo.sh` runs; ``--double`` runs the broker
-double's, kafka_double/demo_scenario.py), shared with the test that checks every dashboard panel and the alerts
-against it: one KRaft cluster in the middle of a rolling upgrade from 3.9.2 to 4.4.0, with every kind of client the
-product judges.
+"""The demo's scenario on Apache Kafka's own brokers (what `scripts/demo.sh` runs), shared with the test that checks
+every dashboard panel and the alerts against it: one KRaft cluster in the middle of a rolling upgrade from 3.9.2 to
+4.4.0, with every kind of client the product judges.
 
 - Nodes (all on 127.0.0.1): node 1, Kafka 3.9.2, controller and broker (the quorum's only voter); nodes 2 and 3,
   Kafka 4.4.0, brokers. Every node's storage is formatted by 3.9.2's tool, as when the cluster was created
@@ -10,7 +9,7 @@ product judges.
   finalized (``kafka-features.sh upgrade --release 4.4``). Remote JMX with a password on each node, the request log
   in its own file (each release's own log4j format) as broker-config/ ships it: one line per connection (its
   ApiVersions request) and the requests in deprecated versions, what production can afford.
-- Topic ``demo``, which every producer of kafka_double.clients writes to, with its one replica on node 1: the
+- Topic ``demo``, which every producer of harness.clients writes to, with its one replica on node 1: the
   legacy client's Produce v2 goes to the one broker that still serves it. Topic ``demo-replicated``, three partitions
   on every node: the brokers' replica fetchers, which send no ApiVersions, connect to each other as they do in any
   replicated cluster, and the exporter shows them as the brokers' own connections, not as unnamed clients.
@@ -72,9 +71,9 @@ from demo.common import (
     wait_exporter_ready,
 )
 from exporter.request_logs.log_kinds import LogKind
-from kafka_double.clients import KCAT_TOPIC, ClientKind, ClientMix, ClientSpec, start_client
-from kafka_double.exporter_process import running_exporter, write_config
-from kafka_double.ports import free_ports
+from harness.clients import KCAT_TOPIC, ClientKind, ClientMix, ClientSpec, start_client
+from harness.exporter_process import running_exporter, write_config
+from harness.ports import free_ports
 from real_kafka.broker import ClusterLayout, KafkaNode, NodeOptions, StartTiming
 from real_kafka.cluster import new_cluster_id
 from real_kafka.config import NodePorts, NodeRoles
@@ -89,7 +88,7 @@ __all__ = [
     "DemoRoll",
     "NodePlan",
     "UpgradingCluster",
-    "running_real_demo",
+    "running_demo",
 ]
 
 #: The release the cluster was created with: it formats every node's storage, so metadata.version is its own.
@@ -424,7 +423,7 @@ def _private_file(path: Path, text: str) -> Path:
 
 
 @contextlib.contextmanager
-def running_real_demo(
+def running_demo(
     data_dir: Path,
     port: int,
     *,
@@ -556,7 +555,6 @@ def running_real_demo(
                 "restarting, how long it took, and what the status page, Prometheus and the dashboards show"
             )
         yield RunningDemo(
-            True,
             cluster.describe(),
             exporter,
             exporter_url,

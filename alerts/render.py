@@ -9,7 +9,7 @@ follow any value: ``${Alert.for + 5m}``, ``${Alert.for + Alert.keepFiringFor - 1
 ``${Alert.maxAgeSeconds + 35m | humanizeDuration}`` (as Prometheus' template function prints it). The rules' template
 uses plain names only (the chart's renderer substitutes no more).
 
-``python -m kafka_double.alert_rules`` writes alerts/kafka-client-exporter.rules.yaml and alerts/tests/
+``python -m alerts.render`` writes alerts/kafka-client-exporter.rules.yaml and alerts/tests/
 (scripts/package-chart.sh runs it); ``--config FILE``, ``--set Alert.setting=value`` and ``--output DIR`` render
 an operator's own values elsewhere.
 """
@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-from kafka_double.exporter_process import REPO_ROOT
-
-ALERTS = REPO_ROOT / "alerts"
+#: This directory (the rules, their templates and settings), in the checkout whose root is REPO_ROOT.
+ALERTS = Path(__file__).resolve().parent
+REPO_ROOT = ALERTS.parent
 CONFIG = ALERTS / "config.yaml"
 TEMPLATES = ALERTS / "templates"
 RULES_NAME = "kafka-client-exporter.rules.yaml"
@@ -174,7 +174,7 @@ def render(text: str, settings: Settings, source: str) -> str:
 def _header(template: Path, config: Path) -> str:
     return (
         f"# Generated from {_shown(template)} with the settings of {_shown(config)} by python -m "
-        "kafka_double.alert_rules\n# (scripts/package-chart.sh): edit those and run it again, not this file.\n"
+        "alerts.render\n# (scripts/package-chart.sh): edit those and run it again, not this file.\n"
     )
 
 
@@ -288,7 +288,7 @@ def _override(text: str) -> tuple[str, str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kafka_double.alert_rules", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+        prog="python -m alerts.render", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--config", type=Path, default=CONFIG, help="the settings (default: alerts/config.yaml)")
     parser.add_argument(

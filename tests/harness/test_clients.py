@@ -1,4 +1,4 @@
-"""Real Kafka clients (kafka_double.clients): what each one really sends, and that each one is recorded by the
+"""Real Kafka clients (harness.clients): what each one really sends, and that each one is recorded by the
 broker double with the identity a real broker would record, and released on close.
 
 Two layers:
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-from kafka_double.clients import (
+from harness.clients import (
     JAVA_CLIENT_OPTIONS,
     JAVA_CLIENT_SOURCE,
     LEGACY_JAVA_RELEASES,
@@ -39,7 +39,7 @@ from kafka_double.clients import (
     missing_reason,
     start_client,
 )
-from kafka_double.kafka_jars import kafka_clients_classpath
+from harness.kafka_jars import kafka_clients_classpath
 
 API_VERSIONS_KEY = 18
 

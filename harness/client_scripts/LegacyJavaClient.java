@@ -10,7 +10,7 @@
  * Only KafkaProducer calls that exist from 0.10.1 to 2.8 are used (JavaClient.java's Admin arrived in 0.11 and
  * Duration-taking close() in 2.2), so one source compiles and runs against all three jars.
  *
- * Protocol with the parent (kafka_double/clients.py), as for the other script clients: READY on stdout once the
+ * Protocol with the parent (harness/clients.py), as for the other script clients: READY on stdout once the
  * first record is acknowledged, then one record every interval (a failed one is reported on stderr and the loop goes
  * on, so a broker that refuses the client keeps seeing it) until stdin reaches EOF; then the producer is closed and
  * the exit code is 0. A bootstrap that fails (no metadata or no acknowledgement within the timeout) exits 1 with

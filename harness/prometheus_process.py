@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from kafka_double.exporter_process import REPO_ROOT
-from kafka_double.mbean_host import free_port
+from harness.exporter_process import REPO_ROOT
+from harness.ports import free_port
 
 #: The job the shipped rules and dashboards select (job="kafka-client-exporter").
 JOB = "kafka-client-exporter"

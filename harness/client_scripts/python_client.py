@@ -1,6 +1,6 @@
 """Run one real Python Kafka client against a bootstrap address, in its own process.
 
-Protocol with the parent (kafka_double.clients): the client bootstraps (ApiVersions + Metadata), prints
+Protocol with the parent (harness.clients): the client bootstraps (ApiVersions + Metadata), prints
 ``READY`` on stdout, then holds its connections open until stdin reaches EOF, closes the client cleanly and
 exits 0. Anything else (logs, tracebacks) goes to stderr, so stdout carries only the handshake line.
 

@@ -9,7 +9,7 @@ client runs in a child process so that closing it is a real socket close and not
 * confluent-kafka, kafka-python, aiokafka: ``client_scripts/python_client.py`` under this interpreter.
 * kafkajs: ``node/client.js`` under ``node`` with ``NODE_PATH`` pointing at ``node/node_modules``.
 * Kafka's own Java client (Admin and Producer), 4.3.0 and 3.9.0: ``client_scripts/JavaClient.java``, a single-file
-  program, in its own JVM with that release's kafka-clients jar (``kafka_double.kafka_jars``); with
+  program, in its own JVM with that release's kafka-clients jar (``harness.kafka_jars``); with
   ``java_role="share-consumer"`` a KafkaShareConsumer (KIP-932 share group) instead.
 * Old Java clients, kafka-clients 2.8.2, 0.10.2.2 and 0.10.1.1: ``client_scripts/LegacyJavaClient.java`` (a
   KafkaProducer only: 0.10 has no Admin) sending a record every ``LEGACY_PRODUCE_INTERVAL`` seconds, with the

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from kafka_double.exporter_process import REPO_ROOT
-from kafka_double.mbean_host import free_port
-from kafka_double.prometheus_process import built
+from harness.exporter_process import REPO_ROOT
+from harness.ports import free_port
+from harness.prometheus_process import built
 
 T = TypeVar("T")
 

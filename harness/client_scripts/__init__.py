@@ -1,0 +1,1 @@
+"""Per-client programs run as child processes by :mod:`harness.clients`, by path (never imported)."""
