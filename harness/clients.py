@@ -1,7 +1,7 @@
 """Open and close REAL Kafka client connections, each client in its own OS process.
 
-The broker double records which client software each connection announces (KIP-511); to test that, and to
-drive the demo and benchmarks, we need connections made by the real libraries, not by our own encoder. Each
+A broker, real or the double, records which client software each connection announces (KIP-511); to test that, and
+to drive the demo and benchmarks, we need connections made by the real libraries, not by our own encoder. Each
 client runs in a child process so that closing it is a real socket close and nothing leaks between tests:
 
 * kcat (librdkafka):  ``kcat -P`` reading from a stdin pipe we keep open; a producer with nothing to send

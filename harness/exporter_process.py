@@ -1,4 +1,5 @@
-"""Run `kafka-client-exporter serve` as its own process against a double (demo, benchmarks, tests)."""
+"""Run `kafka-client-exporter serve` as its own process against brokers, real or the double (demo, benchmarks,
+tests)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from pathlib import Path
 
 import yaml
 
-# The checkout this double runs from: kafka_double is not installed (the wheel ships exporter/ only).
+# The checkout the bench runs from: harness, the brokers' packages and the demo are not installed (the wheel ships
+# exporter/ only).
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def checkout_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: this environment) with the checkout first on PYTHONPATH, so that a child Python
-    imports this checkout's exporter and kafka_double whatever its working directory."""
+    imports this checkout's exporter and bench whatever its working directory."""
     env = dict(os.environ if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     return env

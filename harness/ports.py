@@ -1,4 +1,4 @@
-"""Free TCP ports for the servers the double, the tests and the demo start.
+"""Free TCP ports for the servers the brokers, the tests and the demo start.
 
 Outside pytest-xdist a port is whatever the kernel hands out for port 0. Under xdist several workers start servers
 at the same time, and a port read from a closed socket can be handed to another worker (or to a client socket's

@@ -1,6 +1,9 @@
-"""Real Apache Kafka brokers for the tests (the double is ``kafka_double``): releases fetched by the set-up, KRaft
-nodes started from them on 127.0.0.1 with PLAINTEXT, SASL_SSL (SCRAM-SHA-512) and CONTROLLER listeners, remote JMX
-(with a password, optionally TLS), the request log at DEBUG, and optionally the Prometheus JMX exporter javaagent.
+"""Real Apache Kafka brokers for the tests, the benchmarks and the demo: releases fetched by the set-up, KRaft nodes
+started from them on 127.0.0.1 with PLAINTEXT, SASL_SSL (SCRAM-SHA-512) and CONTROLLER listeners, remote JMX (with a
+password, optionally TLS), the request log in the release's own log4j format (full DEBUG, identities + INFO or INFO
+only, switched at run time by ``broker_loggers.py``), optionally the Prometheus JMX exporter javaagent; a rolling
+upgrade (``rolling_upgrade.py``). It launches brokers only: clients and processes come from the test bench (harness);
+it never imports kafka_double nor the demo.
 """
 
 from real_kafka.broker import KafkaNode, NodeFailed, NodeOptions, StartTiming
