@@ -67,8 +67,9 @@ install_venv() {
   if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
   fi
-  # The benchmarks are part of the project (and type-checked by scripts/test.sh), so their extra is installed too.
-  local extras='.[test,inventory,bench]'
+  # The benchmarks are part of the project (and type-checked by scripts/test.sh), so their extra is installed too;
+  # so is the docs site's, which the suite builds.
+  local extras='.[test,inventory,bench,docs]'
   local stamp
   stamp=.venv/.installed-$({ cat pyproject.toml; echo "$extras"; } | sha256sum | cut -c1-16)
   [ ! -f "$stamp" ] || return 0
