@@ -22,7 +22,7 @@ from exporter.request_logs.log_kinds import LogKind
 __all__ = ["LogFiles", "write_logging_config"]
 
 _PATTERN = "[%d] %p %m (%c)%n"
-#: The broker logging configurations users copy (the README's "Opening the request log").
+#: The broker logging configurations users copy (docs/brokers.md, "The request log").
 SHIPPED = Path(__file__).resolve().parent.parent / "broker-config"
 _LOG4J1_FILTERS = "log4j.appender.requestAppender.filter."
 

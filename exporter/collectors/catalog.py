@@ -1,6 +1,6 @@
 """Every metric family /metrics exposes, defined once: name, type, help text and label names.
 
-The collectors build their families from these entries; the dashboards, the alert rules and the README's metrics
+The collectors build their families from these entries; the dashboards, the alert rules and docs/metrics.md's
 table are tested against them. CATALOG is in exposition order.
 """
 

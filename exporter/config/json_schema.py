@@ -58,7 +58,7 @@ def chart_config_schema() -> dict[str, Any]:
         del schema["required"]
     schema["properties"]["clusters"].pop("minItems", None)
     schema["description"] = (
-        "The exporter's configuration file (README 'Configuration'), generated from its Settings model by "
+        "The exporter's configuration file (docs/configuration.md), generated from its Settings model by "
         "`python -m exporter.config.json_schema --chart-values-schema <this file>`."
     )
     return schema

@@ -3,7 +3,7 @@
 Only pairs connected now are joined (no identity outlives its connections). Per cluster, the most active
 identities become series, at most ``inventory.max_identity_series``; the others are counted, and stay on the status
 page and in /api/clients. The brokers' own channels are in the request logs too (replica fetchers as `unknown`):
-they are brokers, not clients running that software, so they are left out (README: "The brokers' own connections").
+they are brokers, not clients running that software, so they are left out (docs/own-connections.md).
 """
 
 from __future__ import annotations

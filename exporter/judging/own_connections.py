@@ -1,5 +1,5 @@
-"""The brokers' own connections told apart from the clients' in one cycle's gauges (README: "The brokers' own
-connections"; docs/kafka-facts/brokers-own-connections.md).
+"""The brokers' own connections told apart from the clients' in one cycle's gauges (docs/own-connections.md;
+docs/kafka-facts/brokers-own-connections.md).
 
 Every broker's gauges count the connections other brokers open to it (replica fetchers, transaction markers, ...)
 like any client's. Each broker also says, in its own selector metrics, how many connections each of its channels

@@ -1,6 +1,6 @@
 """Infer a broker's Kafka release from the API version ranges it advertises in ApiVersions.
 
-Method (documented in README, "Broker release inference"): every release in the packaged
+Method (documented in docs/metrics.md, "Broker release inference"): every release in the packaged
 ``api_versions_by_release.csv`` (the specs of 2.0.0 ... 4.4.0) is compared with the advertisement.
 
 * A release is ruled out when the broker advertises an API key that release does not define, or a

@@ -1,4 +1,4 @@
-"""The request log as the README recommends running it, on a real broker: the filtered appender of broker-config/
+"""The request log as docs/brokers.md recommends running it, on a real broker: the filtered appender of broker-config/
 deployed once, the request logger kept at INFO (it costs nothing: bench/bench_request_log_modes.py), and switched to
 DEBUG at run time for an audit window with broker-loggers, as ``kafka-configs.sh`` does, no restart.
 

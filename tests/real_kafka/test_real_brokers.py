@@ -37,7 +37,7 @@ from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.slow]
 
-#: What the exporter infers (README, "Broker release inference"): a lower bound, the oldest release whose specs
+#: What the exporter infers (docs/metrics.md, "Broker release inference"): a lower bound, the oldest release whose specs
 #: match. 3.9.2 advertises the same ranges as 3.9.0, so it shows as 3.9.0; 4.4.0 is the first release with
 #: ApiVersions v5 and API keys up to 94, so it shows as itself.
 INFERRED = {"3.9.2": "3.9.0", "4.4.0": "4.4.0"}

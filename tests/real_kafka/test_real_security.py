@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.real_kafka, pytest.mark.slow]
 
 RELEASE = "4.4.0"
 NODE_ID = 440
-#: Has DescribeConfigs on the cluster, as the README asks of the exporter's principal.
+#: Has DescribeConfigs on the cluster, as docs/configuration.md asks of the exporter's principal.
 EXPORTER_USER, EXPORTER_PASSWORD = "kce-exporter", "kce-Exporter-5"
 #: Has no ACL at all.
 BARE_USER, BARE_PASSWORD = "kce-bare", "kce-Bare-6"
