@@ -20,8 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.snapshot import Snapshot
-from exporter.sources.jmx import JavaRuntime, JmxTarget
-from exporter.sources.jmx_bridge import JmxBridge
+from exporter.sources import cluster_sources
+from exporter.sources.cluster_sources import jmx_transport
+from exporter.sources.jmx import JavaRuntime, JmxTarget, JmxTransport
+from exporter.sources.jmx_bridge import BridgeTls, JmxBridge
 from exporter.web.exposition import render_snapshot
 from harness.ports import free_port
 from kafka_double.mbean_host import MBeanHost
@@ -241,24 +243,38 @@ def test_a_black_holed_broker_among_49_healthy_ones_costs_only_its_own_up(
 
 
 def test_a_bridge_killed_mid_cycle_fails_that_cycles_reads_and_the_next_cycle_is_complete(
-    mbean_host: MBeanHost,
+    mbean_host: MBeanHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     healthy = [{"id": 70 + i, "jmx_url": populate(mbean_host, 70 + i, free_port())} for i in range(3)]
-    # A listening socket that never accepts: the kernel completes the TCP handshake, nothing ever answers.
-    black_hole = socket.create_server(("127.0.0.1", 0))
+    # A port bound but not listening yet: the first cycle's read of it is refused at once, so no connect of the
+    # bridge's still holds the broker when the same socket starts listening, as a black hole.
+    black_hole = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    black_hole.bind(("127.0.0.1", 0))
     port = black_hole.getsockname()[1]
     silent = {"id": 79, "jmx_url": f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{port}/jmxrmi"}
+    bridges: list[JmxBridge] = []
+
+    def kept(settings: Settings, tls: BridgeTls | None = None) -> JmxTransport:
+        transport = jmx_transport(settings, tls)
+        assert isinstance(transport, JmxBridge)  # settings() asks for the bridge
+        bridges.append(transport)
+        return transport
+
+    monkeypatch.setattr(cluster_sources, "jmx_transport", kept)
     loop = CollectionLoop(settings([*healthy, silent], timeout=3))
+    [bridge] = bridges
 
     async def run() -> list[Snapshot]:
-        nonlocal black_hole
-        warm = await loop.run_cycle()  # the bridge is up and holds its connections
-        # Resetting the black hole ends the bridge's stuck connect, so the next cycle's read of it is pending.
-        black_hole.close()
-        black_hole = socket.create_server(("127.0.0.1", port))
-        await asyncio.sleep(0.5)
+        warm = await loop.run_cycle()  # the bridge is up and holds the healthy brokers' connections
+        # Listening and never accepting: the kernel completes the TCP handshake, nothing ever answers.
+        black_hole.listen()
         task = asyncio.create_task(loop.run_cycle())
-        await asyncio.sleep(1.0)  # the healthy brokers have answered; the black-holed one is pending
+        # Killed once the healthy brokers have answered and the black-holed one's read is all the bridge still owes
+        # (its four reads go out together, the silent one last).
+        deadline = time.monotonic() + 30
+        while bridge.pending_brokers() != ["bridge/79"]:
+            assert not task.done() and time.monotonic() < deadline, f"pending: {bridge.pending_brokers()}"
+            await asyncio.sleep(0.01)
         [pid] = bridge_pids()
         os.kill(pid, signal.SIGKILL)
         killed = await task
@@ -270,7 +286,7 @@ def test_a_bridge_killed_mid_cycle_fails_that_cycles_reads_and_the_next_cycle_is
         loop.close()
         black_hole.close()
     healthy_up = {str(b["id"]): (True, None) for b in healthy}
-    assert up(warm) == {**healthy_up, "79": (False, "timeout")}
+    assert up(warm) == {**healthy_up, "79": (False, "connection")}
     assert up(killed) == {**healthy_up, "79": (False, "jmx_bridge")}
     assert up(after) == {**healthy_up, "79": (False, "timeout")}
     assert bridge_pids() == []  # closed with the loop
@@ -342,7 +358,11 @@ def test_the_connection_to_a_broker_no_longer_asked_for_is_closed(
 
     async def run() -> None:
         await bridge.read("c/91", JmxTarget(gone), 5.0)
-        for _ in range(15):  # only broker 92 is asked for from now on
+        # Only broker 92 is asked for from now on, every 0.2 s (well within its idle second), until the bridge has
+        # closed broker 91's connection.
+        deadline = time.monotonic() + 30
+        while f"closing the idle connection to {gone}" not in caplog.text:
+            assert time.monotonic() < deadline, "broker 91's idle connection not closed within 30 s"
             await bridge.read("c/92", JmxTarget(staying), 5.0)
             await asyncio.sleep(0.2)
 

@@ -160,6 +160,12 @@ class JmxBridge(JmxTransport):
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
+    def pending_brokers(self) -> list[str]:
+        """The brokers (``cluster/broker``) whose reads wait for the bridge's answer now, in the order they were sent:
+        what a cycle still waits on (read only; for diagnostics and tests)."""
+        with self._lock:
+            return [pending.broker for pending in self._pending.values()]
+
     async def read(self, broker: str, target: JmxTarget, deadline_seconds: float) -> list[dict]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[dict]] = loop.create_future()

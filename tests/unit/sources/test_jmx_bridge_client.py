@@ -124,3 +124,23 @@ def test_reads_sent_while_the_bridge_starts_time_out_without_killing_it(stand_in
     assert started is not None
     assert asyncio.run(bridge.read("c/1", JmxTarget("u1"), 5.0)) == [{"mBeanName": "c/1", "value": 1}]
     assert bridge.pid == started
+
+
+def test_pending_brokers_are_the_reads_still_waiting_for_an_answer(stand_in: Callable[[str], JmxBridge]) -> None:
+    bridge = stand_in("pairs")  # holds the first answer until a second request arrives
+
+    async def cycle() -> tuple[list[str], list[str], object]:
+        first = asyncio.create_task(bridge.read("c/1", JmxTarget("u1"), 5.0))
+        deadline = asyncio.get_running_loop().time() + 5
+        while bridge.pending_brokers() != ["c/1"]:
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+        waiting = bridge.pending_brokers()
+        second = await bridge.read("c/2", JmxTarget("u2"), 5.0)
+        await first
+        return waiting, bridge.pending_brokers(), second
+
+    waiting, after, second = asyncio.run(cycle())
+    assert waiting == ["c/1"]
+    assert after == []  # answered, and a read that ends leaves no entry
+    assert second == [{"mBeanName": "c/2", "value": 1}]
