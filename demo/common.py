@@ -203,10 +203,13 @@ class InventoryJob:
         self._thread = threading.Thread(target=self._run, name="inventory-job", daemon=True)
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # a stop never misses a job starting at the same moment
-        self._after = 0.0
+        self._ready: Callable[[], bool] | None = None
+        self._ready_timeout = 0.0
 
-    def start(self, after_seconds: float) -> None:
-        self._after = after_seconds
+    def start(self, ready: Callable[[], bool] | None = None, timeout: float = 60.0) -> None:
+        """Run the job once ``ready()`` holds (at once without it), or after ``timeout`` seconds anyway, saying so:
+        the job reads the logs as they are when it starts."""
+        self._ready, self._ready_timeout = ready, timeout
         self._thread.start()
 
     def _run(self) -> None:
@@ -217,8 +220,17 @@ class InventoryJob:
 
     def _run_once(self) -> None:
         # The clients' first requests must be in the logs before the job reads them.
-        if self._stopping.wait(self._after):
-            return
+        if self._ready is not None:
+            deadline = time.monotonic() + self._ready_timeout
+            while not self._ready():
+                if time.monotonic() > deadline:
+                    self._say(
+                        f"demo: the request logs do not name every client after {self._ready_timeout:.0f} s; the "
+                        "inventory job runs on what they hold"
+                    )
+                    break
+                if self._stopping.wait(0.2):
+                    return
         # Spark binds to the machine's other address unless told otherwise.
         env = checkout_env(dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
         with self.log_file.open("w", encoding="utf-8") as log:

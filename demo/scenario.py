@@ -133,6 +133,16 @@ LATE_CLIENT = ClientKind.JAVA_2_8
 LATE_CLIENT_ID = "nightly-reconciliation"
 
 
+def logged_client_ids(logs: Path, wanted: set[str]) -> set[str]:
+    """Which of ``wanted`` the request logs under ``logs`` (every node's, rolled files included) hold a line of."""
+    found = set()
+    for path in logs.glob("**/kafka-request.log*"):
+        with contextlib.suppress(OSError):  # rolled away meanwhile
+            text = path.read_text(encoding="utf-8", errors="replace")
+            found |= {client_id for client_id in wanted if f'"clientId":"{client_id}"' in text}
+    return found
+
+
 class UpgradingCluster:
     """The nodes of NODES, each under ``directory/node-<id>`` with free ports on 127.0.0.1; started in steps
     (``begin_format``, ``finish_format``, ``launch``, ``wait_ready``) so that every process is recorded before
@@ -375,7 +385,7 @@ class DemoRoll:
             self._data_dir / "kafka", self._first_job.output, self._data_dir / "inventory-job-after-roll.log", self._say
         )
         self.second_job = job
-        job.start(after_seconds=0)
+        job.start()
         while not job.done.wait(0.5):
             if self._stopping():
                 return
@@ -500,7 +510,8 @@ def running_demo(
         first_series.start()
         topic = ROLLING_TOPIC if rolling_upgrade else MID_UPGRADE_TOPIC
         interruptible(lambda: create_topic_and_subscription(cluster.bootstrap(), topic), stop)
-        clients = ClientMix(cluster.bootstrap(), installed(CLIENTS, say))
+        started = installed(CLIENTS, say)
+        clients = ClientMix(cluster.bootstrap(), started)
         running.callback(clients.close)
         clients.start()
         legacy = None
@@ -519,7 +530,10 @@ def running_demo(
         interruptible(clients_ready, stop)
         if job is not None:
             running.callback(job.stop)
-            job.start(after_seconds=3)
+            # The story's client ids (the kcat identities' and the legacy producer's) are in the logs it reads.
+            named = {spec[3] for spec in started if isinstance(spec, tuple) and len(spec) > 3}
+            named |= {LEGACY_CLIENT_ID} if legacy is not None else set()
+            job.start(ready=lambda: named <= logged_client_ids(data_dir / "kafka", named))
         late = None
         # The rolling demo's story is the roll: no client arrives late.
         if not rolling_upgrade and installed([LATE_CLIENT], say):
