@@ -1,10 +1,10 @@
 """A 4.0 broker's server.log with rejected requests, next to its request log (hosts and ids invented).
 
-The rejection events follow Kafka's own templates (exporter/request_logs/server_log.py cites them): the processor logs "Closing socket for <connection id> because of error" with the exception on the next
-line, then "Exception while processing request from <connection id>" with it again; ``ApiException`` carries no stack
-trace. They have no ``[SocketServer listenerType=..., nodeId=...]`` prefix: ``Processor`` sets no ``logIdent`` (real
-3.9.2 and 4.4.0 brokers write none); only ``SocketServer``'s own events, such as "Enabling request processing.",
-have it.
+The rejection events follow Kafka's own templates (exporter/request_logs/server_log.py cites them): the processor logs
+"Closing socket for <connection id> because of error" with the exception on the next line, then "Exception while
+processing request from <connection id>" with it again; ``ApiException`` carries no stack trace. They have no
+``[SocketServer listenerType=..., nodeId=...]`` prefix: ``Processor`` sets no ``logIdent`` (real 3.9.2 and 4.4.0 brokers
+write none); only ``SocketServer``'s own events, such as "Enabling request processing.", have it.
 """
 
 from __future__ import annotations
