@@ -1,4 +1,4 @@
-"""A real Alertmanager (built by the set-up: scripts/setup.d/21-alertmanager.sh) on loopback, configured from the
+"""A real Alertmanager (built by the set-up: scripts/setup.d/06-alertmanager.sh) on loopback, configured from the
 shipped example (alerts/alertmanager.example.yaml) with its receivers pointed at a local endpoint: for the demo and
 the tests that follow an alert from the exporter to what a receiver gets."""
 
@@ -21,7 +21,7 @@ import yaml
 
 from harness.exporter_process import REPO_ROOT
 from harness.ports import free_port
-from harness.prometheus_process import built
+from harness.prometheus_process import built, serving
 
 T = TypeVar("T")
 
@@ -95,16 +95,8 @@ def running_alertmanager(workdir: Path, config: Mapping[str, Any], port: int | N
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        try:
-            _wait_ready(base, process, log_file)
+        with serving("alertmanager", base, process, log_file):
             yield base
-        finally:
-            process.terminate()
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def alert_groups(base: str) -> list[dict[str, Any]]:
@@ -112,19 +104,6 @@ def alert_groups(base: str) -> list[dict[str, Any]]:
     whether they are active, suppressed by an inhibition, and by which alerts)."""
     with urllib.request.urlopen(f"{base}/api/v2/alerts/groups", timeout=5) as response:
         return list(json.load(response))
-
-
-def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = "\n".join(log.read_text().splitlines()[-10:])
-            raise RuntimeError(f"alertmanager exited with {process.returncode}:\n{tail}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
-            if response.status == 200:
-                return
-        time.sleep(0.3)
-    raise RuntimeError(f"alertmanager did not answer {base}/-/ready within {timeout:.0f} s")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A real Prometheus (3.x, built by the set-up: scripts/setup.d/20-prometheus.sh) scraping the exporter with the
+"""A real Prometheus (3.x, built by the set-up: scripts/setup.d/05-prometheus.sh) scraping the exporter with the
 shipped alert rules, on loopback, optionally sending its alerts to an Alertmanager: for the demo and the tests that
 check alerts and dashboards against live data."""
 
@@ -78,26 +78,34 @@ def running_prometheus(
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        try:
-            _wait_ready(base, process, workdir / "prometheus.log")
+        with serving("prometheus", base, process, workdir / "prometheus.log"):
             yield base
-        finally:
-            process.terminate()
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
-def _wait_ready(base: str, process: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+@contextlib.contextmanager
+def serving(program: str, base: str, process: subprocess.Popen[bytes], log: Path) -> Iterator[None]:
+    """``process`` (Prometheus or Alertmanager, which answer /-/ready alike) once it is ready; stopped on leaving,
+    killed if it does not stop within 15 s."""
+    try:
+        _wait_ready(program, base, process, log)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(program: str, base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             tail = "\n".join(log.read_text().splitlines()[-10:])
-            raise RuntimeError(f"prometheus exited with {process.returncode}:\n{tail}")
+            raise RuntimeError(f"{program} exited with {process.returncode}:\n{tail}")
         with contextlib.suppress(OSError), urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
             if response.status == 200:
                 return
         time.sleep(0.3)
-    raise RuntimeError(f"prometheus did not answer {base}/-/ready within {timeout:.0f} s")
+    raise RuntimeError(f"{program} did not answer {base}/-/ready within {timeout:.0f} s")
