@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import subprocess
 import threading
@@ -506,9 +507,18 @@ def accounting(kernel: Kernel, served: Served, brokers: list[str]) -> list[str]:
     expected = Counter(
         {(b, listener): n for (b, listener, name, version), n in clients.items() if (name, version) == UNKNOWN_PAIR}
     )
-    got = Counter({(b, listener): n for (b, listener, _, _), n in unknown.items()})
-    if +expected != +got:
-        problems.append(f"unknown_software served {dict(got)}, the unnamed clients hold {dict(+expected)}")
+    # Exact on each broker where the channels without a destination leave no doubt; a connection the account
+    # cannot place (such a channel could hold it on that broker) is served with broker "", never on a wrong one.
+    placed = Counter({(b, listener): n for (b, listener, _, _), n in unknown.items() if b})
+    unplaced = Counter({listener: n for (b, listener, _, _), n in unknown.items() if not b})
+    missing = Counter({listener: 0 for listener in unplaced})
+    for (b, listener), n in (+expected).items():
+        missing[listener] += n - placed[(b, listener)]
+    if +(placed - expected) or missing != unplaced:
+        problems.append(
+            f"unknown_software served {dict(+placed)} and unplaced {dict(+unplaced)}, "
+            f"the unnamed clients hold {dict(+expected)}"
+        )
     return problems
 
 
@@ -605,6 +615,7 @@ def test_healthy_cluster_only_named_clients(story: Story) -> None:
         return accounting(kernel, served, brokers) + two_fetchers(served, brokers)
 
     until(matches, 60, "the exporter's account matching the kernel")
+    matched_at = time.time()
     story.note(f"healthy account matched {time.monotonic() - began:.1f} s after the exporter started")
     kernel, served = story.steady()
     story.note(f"outbound: {sorted(served.outbound().items())}")
@@ -632,7 +643,10 @@ def test_healthy_cluster_only_named_clients(story: Story) -> None:
     assert story.alerts("KafkaClientUnknownSoftware") == []
     assert story.query('ALERTS{alertname="KafkaClientUnknownSoftware"}[10m]') == []
     assert story.query(f'kafka_client_policy_violation_connections{{job="{JOB}",reason="unknown_software"}}[10m]') == []
-    assert story.query(f'kafka_client_unverified_connections{{job="{JOB}"}}[10m]') == []
+    # Nothing in doubt once the account matched. Before, a cycle may have run without a broker's listener names (its
+    # DescribeConfigs still unanswered on a busy machine): its connections were then in doubt, as they should be.
+    since = f"{math.ceil(time.time() - matched_at) + 1}s"
+    assert story.query(f'kafka_client_unverified_connections{{job="{JOB}"}}[{since}]') == []
 
 
 def _rules_evaluated_after(story: Story, moment: float) -> bool:
