@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from docs_gen.mkdocs_hooks import github_anchor, github_anchors
+
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = ROOT / "docs" / "kafka-facts"
 THIS_FILE = Path(__file__).resolve()
@@ -31,31 +33,6 @@ OUTSIDE_NAMES = re.compile(
     # Their section numbers: "§3.4", "section 1" after a .md name; "RFC 5802 §5.1" is not one of them.
     r"|(?<!\d )§\s?\d|\.md section \d"
 )
-HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
-
-
-def github_anchor(heading: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation other than '-' and '_' dropped, spaces to '-'."""
-    text = re.sub(r"`([^`]*)`", r"\1", heading.strip())
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
-
-
-def anchors(markdown: Path) -> set[str]:
-    found: set[str] = set()
-    seen: dict[str, int] = {}
-    in_code = False
-    for line in markdown.read_text(encoding="utf-8").splitlines():
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-            continue
-        match = None if in_code else HEADING.match(line)
-        if match:
-            base = github_anchor(match.group(1))
-            count = seen.get(base, 0)
-            seen[base] = count + 1
-            found.add(base if count == 0 else f"{base}-{count}")
-    return found
 
 
 def source_files(root: Path) -> Iterator[Path]:
@@ -69,7 +46,7 @@ def source_files(root: Path) -> Iterator[Path]:
 
 def reference_problems(root: Path) -> list[str]:
     facts = root / "docs" / "kafka-facts"
-    known = {path.name: anchors(path) for path in facts.glob("*.md")}
+    known = {path.name: github_anchors(path) for path in facts.glob("*.md")}
     problems: list[str] = []
 
     def check(where: str, name: str, anchor: str | None) -> None:
