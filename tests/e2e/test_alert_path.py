@@ -17,11 +17,10 @@ from __future__ import annotations
 import contextlib
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -44,9 +43,9 @@ from harness.ports import free_port
 from harness.prometheus_process import running_prometheus
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from tests.support.inventory_publication import publish
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.slow
-T = TypeVar("T")
 
 CLUSTER = "alert-path"
 RUNBOOK = "https://github.com/kafka-client-exporter/kafka-client-exporter/blob/main/alerts/runbook.md#"
@@ -115,20 +114,6 @@ EXPECTED: dict[str, tuple[str, dict[str, str], Identity]] = {
 def get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as response:
         return str(response.read().decode())
-
-
-def poll(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.3) -> T:
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            found = check()
-        except OSError as exc:
-            found, last = None, exc
-        if found:
-            return found
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; last error: {last!r}")
 
 
 def webhooks(receiver: AlertReceiver, alertname: str, status: str | None = None) -> list[Notification]:
@@ -213,7 +198,9 @@ def test_the_alerts_reach_the_receiver_grouped_named_inhibited_and_resolved(tmp_
         running.enter_context(LegacyClient(double.broker(1).listener_port("PLAINTEXT"), LEGACY_CLIENT_ID))
         exporter = running.enter_context(contextlib.ExitStack())
         exporter.enter_context(running_exporter(config, port))
-        poll(lambda: exporter_ready(exporter_url), 60, "the exporter serving the four violations and their clients")
+        eventually(
+            lambda: exporter_ready(exporter_url), 60, "the exporter serving the four violations and their clients"
+        )
         alertmanager = running.enter_context(
             running_alertmanager(
                 tmp_path / "alertmanager", with_timings(local_receivers(example_config(), receiver.url), **TIMINGS)
@@ -264,7 +251,7 @@ def test_the_alerts_reach_the_receiver_grouped_named_inhibited_and_resolved(tmp_
                 if alert["labels"]["alertname"] in CLIENT_ALERTS
             }
 
-        poll(
+        eventually(
             lambda: client_alert_states() == dict.fromkeys(CLIENT_ALERTS, ("suppressed", True)),
             10,
             "every client alert inhibited in Alertmanager",
@@ -277,7 +264,7 @@ def test_the_alerts_reach_the_receiver_grouped_named_inhibited_and_resolved(tmp_
             60,
             "KafkaClientExporterDown resolved",
         )
-        poll(
+        eventually(
             lambda: client_alert_states() == dict.fromkeys(CLIENT_ALERTS, ("active", False)),
             30,
             "the client alerts active again in Alertmanager",

@@ -17,7 +17,7 @@ import re
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,6 +28,7 @@ from demo.scenario import NODES, running_demo
 from harness.alertmanager_process import Notification
 from harness.ports import free_port
 from tests.support.promql import DASHBOARDS
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
 
@@ -71,21 +72,6 @@ def get(base: str, path: str, **params: str) -> Any:
         body = json.load(response)
     assert body["status"] == "success", body
     return body["data"]
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except OSError as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(1)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; last: {last!r}"[:3000])
 
 
 def grafana(expr: str, variables: dict[str, str]) -> str:
@@ -148,7 +134,7 @@ def test_the_inventory_job_names_the_legacy_client_in_prometheus(demo: RunningDe
     assert demo.inventory.done.wait(240), "the inventory job did not finish in 4 minutes"
     assert demo.inventory.returncode == 0, demo.inventory.log_file.read_text()[-3000:]
     query = f'kafka_client_identity_info{{client_id="{LEGACY_CLIENT_ID}"}}'
-    [series] = wait_for(lambda: get(base, "/api/v1/query", query=query)["result"], 60, query)
+    [series] = eventually(lambda: get(base, "/api/v1/query", query=query)["result"], 60, query)
     assert series["metric"]["client_software_name"] == "unknown"
 
 
@@ -169,14 +155,14 @@ def test_the_scenarios_alerts_are_pending_or_firing_and_every_rule_evaluates(dem
         }
         return found if found >= EXPECTED_ALERTS else set()
 
-    wait_for(active, 120, f"the alerts {sorted(n for n, _, _ in EXPECTED_ALERTS)}")
+    eventually(active, 120, f"the alerts {sorted(n for n, _, _ in EXPECTED_ALERTS)}")
 
     def blocker_description() -> str:
         alerts = {a["labels"]["alertname"]: a for a in get(base, "/api/v1/alerts")["alerts"]}
         return alerts["KafkaClientDeprecatedRequests"]["annotations"]["description"]
 
     # The inventory names who is behind the upgrade blocker (annotations are rendered anew at each evaluation).
-    wait_for(lambda: LEGACY_CLIENT_ID in blocker_description(), 60, f"{LEGACY_CLIENT_ID} in the blocker's alert")
+    eventually(lambda: LEGACY_CLIENT_ID in blocker_description(), 60, f"{LEGACY_CLIENT_ID} in the blocker's alert")
     rules = [rule for group in get(base, "/api/v1/rules")["groups"] for rule in group["rules"]]
     assert rules and all(rule["lastEvaluation"] != "0001-01-01T00:00:00Z" for rule in rules)
     broken = {rule["name"]: rule.get("lastError") for rule in rules if rule["health"] != "ok"}
@@ -211,7 +197,7 @@ def test_the_unknown_software_alert_is_the_unnamed_clients_never_the_brokers_rep
         return counts["own"] > 0 and counts["judged"] > 0 and counts["raw"] == counts["own"] + counts["judged"]
 
     try:
-        wait_for(accounted, 60, "the unknown connections split into the brokers' own and the clients'")
+        eventually(accounted, 60, "the unknown connections split into the brokers' own and the clients'")
     except pytest.fail.Exception:
         pytest.fail(f"the unknown connections are not the brokers' own plus the clients' judged ones: {seen}")
     fetchers = total('sum(kafka_client_inter_broker_connections{kafka_cluster="demo",channel="replica-fetcher"})')
@@ -233,7 +219,7 @@ def test_a_client_connected_after_the_job_shows_as_not_in_the_inventory(demo: Ru
         return [found[0]["identities"]] if found else None
 
     # Live, but in no publication: no identity behind it (null before the exporter joined it with the inventory).
-    assert wait_for(who_runs_it, 30, f"{name} {version} in /api/clients") in ([None], [[]])
+    assert eventually(who_runs_it, 30, f"{name} {version} in /api/clients") in ([None], [[]])
     with urllib.request.urlopen(f"{demo.exporter_url}/", timeout=10) as response:
         page = response.read().decode()
     assert "not in the inventory: connected since its last run" in who_row(page, name, version)
@@ -275,16 +261,16 @@ def test_every_panel_and_variable_query_of_every_dashboard_returns_data(demo: Ru
     base = demo.prometheus_url
     # The identity panels need the inventory, and the rates a few minutes of samples' worth.
     assert demo.inventory.done.wait(240) and demo.inventory.returncode == 0
-    wait_for(lambda: get(base, "/api/v1/query", query="kafka_client_identity_info")["result"], 60, "identities")
+    eventually(lambda: get(base, "/api/v1/query", query="kafka_client_identity_info")["result"], 60, "identities")
     rate = 'rate(kafka_client_upgrade_blocking_requests_total{job="kafka-client-exporter"}[1m]) > 0'
-    wait_for(lambda: get(base, "/api/v1/query", query=rate)["result"], 90, "a blocking-request rate")
+    eventually(lambda: get(base, "/api/v1/query", query=rate)["result"], 90, "a blocking-request rate")
     if demo.late_client is not None:
         assert demo.late_client.connected.wait(120), "the late client did not connect"
         late = (
             "kafka_client_connections unless on (client_software_name, client_software_version) "
             "kafka_client_identity_info"
         )
-        wait_for(
+        eventually(
             lambda: get(base, "/api/v1/query", query=late)["result"], 30, "a connected version not in the inventory"
         )
     now = time.time()

@@ -7,12 +7,10 @@ joined the same way: tests/real_kafka/test_real_inventory.py."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 import yaml
@@ -23,11 +21,11 @@ from harness.exporter_process import running_exporter, write_config
 from harness.ports import free_port
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from tests.support.inventory_publication import publish
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.slow
 SOFTWARE = ("who-check", "1.2.3")
 CLIENT_ID = 'billing "ledger",v2'
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -48,19 +46,6 @@ def samples(body: str, name: str) -> list[tuple[dict[str, str], float]]:
 def get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as response:
         return response.read().decode()
-
-
-def wait_for(check: Callable[[], T | None], timeout: float = 40) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            found = check()
-        except OSError:
-            found = None
-        if found:
-            return found
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.3)
 
 
 def test_identities_join_the_live_series_and_survive_a_corrupted_publication(
@@ -106,7 +91,7 @@ def test_identities_join_the_live_series_and_survive_a_corrupted_publication(
                 found = samples(get(f"{base}/metrics"), "kafka_client_identity_info")
                 return [labels for labels, _ in found if identity.items() <= labels.items()]
 
-            (series,) = wait_for(identity_series)
+            (series,) = eventually(identity_series, 40, "the identity series")
             assert series["principal"] == "User:ANONYMOUS" and series["source_host"] == "127.0.0.1"
             body = get(f"{base}/metrics")
             up = dict((labels["source"], value) for labels, value in samples(body, "kafka_client_exporter_up"))
@@ -128,7 +113,7 @@ def test_identities_join_the_live_series_and_survive_a_corrupted_publication(
                 found = samples(get(f"{base}/metrics"), "kafka_client_exporter_errors_total")
                 return any(labels.get("reason") == "invalid_data" for labels, _ in found)
 
-            wait_for(inventory_down)
+            eventually(inventory_down, 40, "an invalid_data error for the overwritten publication")
             body = get(f"{base}/metrics")
             up = dict((labels["source"], value) for labels, value in samples(body, "kafka_client_exporter_up"))
             assert up["inventory"] == 0.0 and up["jmx"] == 1.0

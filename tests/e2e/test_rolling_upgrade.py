@@ -35,10 +35,10 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient
@@ -57,6 +57,7 @@ from real_kafka.connections import Listener, count_connections
 from real_kafka.rolling_upgrade import Finalized, NodeBack, NodeStopped, RollingUpgrade, wait_in_sync
 from tests.support.inventory_command import inventory_command, loopback_env
 from tests.support.status_page import tables_of
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
 
@@ -112,7 +113,6 @@ BROKER = "broker"
 UNKNOWN_PAIR = ("unknown", "unknown")
 #: (broker, listener, client software name, version), as kafka_client_connections labels them.
 Conn = tuple[str, str, str, str]
-T = TypeVar("T")
 
 
 # ---------------------------------------------------------------------------------------------- what is served
@@ -199,23 +199,6 @@ def scrape(base: str) -> Scrape:
     single = {name: value for name, labels, value in samples if not labels}
     taken_at = single["kafka_client_exporter_snapshot_timestamp_seconds"]
     return Scrape(fetched_at, taken_at, taken_at - single["kafka_client_exporter_cycle_duration_seconds"], samples)
-
-
-def eventually(check: Callable[[], T | None], timeout: float, what: str, poll: float = 0.25) -> T:
-    """``check()``'s first truthy value within ``timeout`` seconds; the last value seen is in the failure."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = check()
-        except (OSError, urllib.error.HTTPError) as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s; last: {last!r}"[:4000])
-        time.sleep(poll)
 
 
 # ---------------------------------------------------------------------------------------------- the story

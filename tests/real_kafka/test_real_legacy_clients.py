@@ -19,7 +19,6 @@ import json
 import re
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from harness.prometheus_process import running_prometheus
 from tests.real_kafka.conftest import RealBrokers, get, samples, scrape
 from tests.support.inventory_command import run_inventory
 from tests.support.status_page import tables_of
-from tests.support.waiting import wait_for
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.slow]
 
@@ -54,20 +53,6 @@ def prometheus(base: str, path: str, **params: str) -> Any:
         body = json.load(response)
     assert body["status"] == "success", body
     return body["data"]
-
-
-def eventually(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    """``check()``'s first truthy value within ``timeout`` seconds."""
-    found: list[Any] = []
-
-    def done() -> bool:
-        value = check()
-        if value:
-            found.append(value)
-        return bool(value)
-
-    wait_for(done, timeout=timeout, what=what, interval=0.5)
-    return found[0]
 
 
 def test_produce_v2_on_3_9_is_a_blocker_on_metrics_the_status_page_and_the_shipped_alert(
@@ -162,7 +147,9 @@ def test_4_4_refuses_the_0_10_producers_and_the_inventory_reads_the_refusals(
             return REJECTION.findall(log.read().decode("utf-8", errors="replace"))
 
     # One refusal per client (0.10.2 after its ApiVersions v0 on that connection, 0.10.1 as its first request).
-    connections = eventually(lambda: len(refused()) >= 2 and refused(), 10, "two Produce v2 refusals in server.log")
+    connections = eventually(
+        lambda: found if len(found := refused()) >= 2 else None, 10, "two Produce v2 refusals in server.log"
+    )
     # No meter on 4.x: the refused requests are nowhere on /metrics.
     assert not counter(exporter, "kafka_client_deprecated_requests_total", kafka_cluster=cluster)
     assert not counter(exporter, "kafka_client_upgrade_blocking_requests_total", kafka_cluster=cluster)

@@ -3,12 +3,9 @@ KafkaClientBelowMinimumVersion fires (seen through Prometheus' HTTP API) and res
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +17,7 @@ from harness.exporter_process import running_exporter, write_config
 from harness.ports import free_port
 from harness.prometheus_process import running_prometheus
 from kafka_double.cluster import BrokerSpec, DoubleCluster
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.slow
 ALERT = "KafkaClientBelowMinimumVersion"
@@ -37,15 +35,9 @@ def api(url: str) -> Any:
         return json.load(response)["data"]
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            if condition():
-                return
-        time.sleep(0.5)
+def prometheus_tail(log: Path) -> str:
     tail = "\n".join(log.read_text().splitlines()[-20:]) if log.exists() else ""
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}; prometheus log tail:\n{tail}")
+    return f"prometheus log tail:\n{tail}"
 
 
 def old_librdkafka_alerts(base: str) -> list[dict[str, Any]]:
@@ -72,11 +64,11 @@ def test_old_client_fires_and_resolves(tmp_path: Path) -> None:
             running_exporter(config, exporter_port),
             running_prometheus(tmp_path, exporter_port, rules) as base,
         ):
-            wait_for(
+            eventually(
                 lambda: any(t["health"] == "up" for t in api(f"{base}/api/v1/targets")["activeTargets"]),
                 60,
                 "Prometheus' first successful scrape of the exporter",
-                log,
+                context=lambda: prometheus_tail(log),
             )
             assert old_librdkafka_alerts(base) == []
             client = start_client(
@@ -84,14 +76,19 @@ def test_old_client_fires_and_resolves(tmp_path: Path) -> None:
             )
             with client:
                 client.wait_ready()
-                wait_for(
+                eventually(
                     lambda: any(a["state"] == "firing" for a in old_librdkafka_alerts(base)),
                     60,
                     f"{ALERT} firing for librdkafka 1.5.0",
-                    log,
+                    context=lambda: prometheus_tail(log),
                 )
                 firing = old_librdkafka_alerts(base)[0]
                 assert firing["labels"]["client_software_name"] == "librdkafka"
                 assert firing["labels"]["kafka_cluster"] == "local"
                 assert re.search(r"below the policy minimum", firing["annotations"]["description"])
-            wait_for(lambda: old_librdkafka_alerts(base) == [], 60, f"{ALERT} to resolve after the client left", log)
+            eventually(
+                lambda: old_librdkafka_alerts(base) == [],
+                60,
+                f"{ALERT} to resolve after the client left",
+                context=lambda: prometheus_tail(log),
+            )
