@@ -2,14 +2,14 @@
 the exporter validates its file with (exporter/config/json_schema.py), so that the page can neither miss a key the
 exporter takes nor list one it refuses.
 
-A field's description is the model's own where it has one; for the fields whose meaning the model keeps in
-comments only, NOTES holds it here. Both are checked: a note for a field that no longer exists, or a field with
-neither, fails the tests.
-"""
+Every description comes from the model, which is their one source: a field's from its `Field(description=...)`, a
+section's from the field holding it, followed by the section model's docstring. The model names docs pages by their
+path (`docs/policy.md`), which the page turns into links. tests/unit/docs/ checks that every property has one."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,73 +23,9 @@ from exporter.config.settings import ENV_PREFIX, Settings
 
 _DEFS = "#/$defs/"
 
-#: Descriptions of the sections and fields the model leaves undescribed, by dotted path (`[]` after a list).
-NOTES: dict[str, str] = {
-    "log_level": "`--log.level` overrides it; the upper-case names (`WARNING`, ...) still work",
-    "log_format": '`logfmt` (`ts=... level=info logger=exporter msg="..."`) or `json` (one object per line); '
-    "`--log.format` overrides it",
-    "web": "where `serve` listens (`--web.listen-address` overrides host and port)",
-    "web.host": "address to listen on; `0.0.0.0` is every IPv4 interface",
-    "web.port": "port to listen on",
-    "collection": "the background collection cycle; `/metrics` always serves the last complete one",
-    "collection.interval_seconds": "one collection cycle every this many seconds",
-    "collection.jmx_timeout_seconds": "hard deadline of one broker's gauge read (JMX or metrics endpoint), enforced "
-    "by the exporter; unset: 10 s, or the interval when that is shorter",
-    "collection.protocol_timeout_seconds": "deadline of each Kafka request and bootstrap (metadata, ApiVersions, "
-    "ListConfigResources, DescribeConfigs); unset: 10 s, or the interval when that is shorter",
-    "collection.max_versions_per_cluster": "cardinality guard: further name/version pairs of a cluster fold into "
-    'client_software_version="other" (their counts kept)',
-    "java": "the Java runtime of the JMX queries (the bridge, or a JVM per call)",
-    "java.path": "the `java` executable",
-    "java.options": "JVM options of the JMX query processes (a short-lived JVM starts faster with the C1-only JIT "
-    "and the serial collector)",
-    "policy_file": "version policy file extending or overriding the shipped default ([policy](policy.md)); unset: "
-    "the default",
-    "clusters[]": "the Kafka clusters to watch: one entry per cluster",
-    "clusters[].name": "the cluster's name: the `kafka_cluster` label of every series",
-    "clusters[].bootstrap_servers": "`host:port` of brokers to bootstrap from: the cluster is then polled over the "
-    "Kafka protocol (metadata, ApiVersions, client-metrics subscriptions) and its brokers are discovered",
-    "clusters[].security": "how the Kafka-protocol side connects; default PLAINTEXT",
-    "clusters[].security.protocol": "the listener's security protocol",
-    "clusters[].security.sasl.password": "the SASL password inline (prefer `password_file`)",
-    "clusters[].security.sasl.mechanism": "the SASL mechanism",
-    "clusters[].security.sasl.username": "the SASL user (PLAIN, SCRAM)",
-    "clusters[].security.sasl.token_file": "OAUTHBEARER: file holding the bearer token, re-read for each new "
-    "connection (a sidecar or a projected token may refresh it)",
-    "clusters[].security.sasl.kerberos_service_name": "GSSAPI: the brokers' Kerberos service name",
-    "clusters[].security.sasl.kerberos_domain_name": "GSSAPI: the brokers' Kerberos domain, when not their host's",
-    "clusters[].security.tls": "TLS of the Kafka-protocol side (protocol SSL or SASL_SSL)",
-    "clusters[].security.tls.key_file": "the client certificate's key (mutual TLS)",
-    "clusters[].security.tls.key_password": "the key's password inline (prefer `key_password_file`)",
-    "clusters[].security.tls.key_password_file": "file holding the key's password",
-    "clusters[].security.tls.crl_file": "certificate revocation list to check the brokers' certificates against",
-    "clusters[].security.tls.check_hostname": "the broker certificate must name the host dialled",
-    "clusters[].jmx.password": "the JMX password inline (prefer `password_file`); never in logs or `/metrics`",
-    "clusters[].jmx.username": "the JMX user (the brokers' `jmxremote.access`)",
-    "clusters[].jmx.tls.trust_store_type": "type of `trust_store`",
-    "clusters[].jmx.tls.key_store_type": "type of `key_store`",
-    "clusters[].prometheus.mapping.software_name_label": "label holding the client software name",
-    "clusters[].prometheus.mapping.software_version_label": "label holding the client software version",
-    "clusters[].prometheus.mapping.listener_label": "label holding the listener",
-    "clusters[].prometheus.mapping.network_processor_label": "label holding the network processor",
-    "clusters[].prometheus.mapping.deprecated.request_label": "label holding the request (API) name",
-    "clusters[].prometheus.mapping.deprecated.version_label": "label holding the request version",
-    "clusters[].prometheus.mapping.deprecated.software_name_label": "label holding the client software name",
-    "clusters[].prometheus.mapping.deprecated.software_version_label": "label holding the client software version",
-    "clusters[].prometheus.scheme": "scheme of the endpoints built from host and port",
-    "clusters[].prometheus.tls": "TLS of `https` endpoints",
-    "clusters[].prometheus.tls.key_file": "the client certificate's key (mutual TLS)",
-    "clusters[].prometheus.tls.check_hostname": "the endpoint's certificate must name the host dialled",
-    "clusters[].prometheus.basic_auth": "HTTP basic auth of the endpoints",
-    "clusters[].prometheus.basic_auth.password": "the password inline (prefer `password_file`)",
-    "clusters[].prometheus.basic_auth.username": "the user",
-    "clusters[].brokers[]": "brokers listed by hand; without it they are discovered from cluster metadata",
-    "clusters[].brokers[].id": "the broker's node id: the `broker` label",
-    "clusters[].brokers[].jmx_url": "the broker's JMX service URL, e.g. "
-    "`service:jmx:rmi:///jndi/rmi://kafka-0.example:9999/jmxrmi`",
-    "clusters[].inventory": "who runs each connected version "
-    "([inventory](inventory.md#the-exporter-reads-the-inventory))",
-}
+#: A docs page named in a description (`docs/policy.md`, `docs/inventory.md#a-heading`): the model names it by its
+#: path, as a JSON schema shown in an editor has nowhere to link to; this page links it.
+_DOCS_MENTION = re.compile(r"(?<![\w/`\[])(?<!\]\()docs/([\w./-]+\.md(?:#[\w-]+)?)")
 
 
 @dataclass(frozen=True)
@@ -112,7 +48,7 @@ def sections() -> list[Section]:
     """Every section of the configuration, depth first in the model's order."""
     schema = config_json_schema()
     found: list[Section] = []
-    _walk(schema, schema["$defs"], "", None, found, Settings)
+    _walk(schema, schema["$defs"], "", "", None, found, Settings)
     return found
 
 
@@ -150,27 +86,33 @@ def _walk(
     node: dict[str, Any],
     defs: dict[str, Any],
     path: str,
+    holder: str,
     in_list: str | None,
     out: list[Section],
     model: type[BaseModel],
 ) -> None:
+    """One section and, after it, those below it; `holder` is the description of the property holding it."""
     models = _models(Settings)
     rows: list[Field] = []
-    nested: list[tuple[str, str, str | None]] = []
+    nested: list[tuple[str, str, str, str | None]] = []
     required = set(node.get("required", []))
     for key, spec in node.get("properties", {}).items():
         child = f"{path}.{key}" if path else key
         reference, is_list = _reference(spec)
         if reference is not None:
             child_path = child + ("[]" if is_list else "")
-            nested.append((child_path, reference, in_list or (child_path if is_list else None)))
+            nested.append(
+                (child_path, reference, spec.get("description", ""), in_list or (child_path if is_list else None))
+            )
             continue
         default = "required" if key in required else (_factory_default(model, key) or _default(spec))
-        rows.append(Field(key=f"`{key}`", type=_type(spec), default=default, description=_description(child, spec)))
+        rows.append(
+            Field(key=f"`{key}`", type=_type(spec), default=default, description=_linked(spec.get("description", "")))
+        )
     if rows:
-        out.append(Section(path, _section_description(path, node), _environment(path, in_list), tuple(rows)))
-    for child_path, reference, child_list in nested:
-        _walk(defs[reference], defs, child_path, child_list, out, models[reference])
+        out.append(Section(path, _section_description(holder, node), _environment(path, in_list), tuple(rows)))
+    for child_path, reference, child_holder, child_list in nested:
+        _walk(defs[reference], defs, child_path, child_holder, child_list, out, models[reference])
 
 
 def _reference(spec: dict[str, Any]) -> tuple[str | None, bool]:
@@ -183,19 +125,17 @@ def _reference(spec: dict[str, Any]) -> tuple[str | None, bool]:
     return None, False
 
 
-def _description(path: str, spec: dict[str, Any]) -> str:
-    own = spec.get("description")
-    if own is None:
-        own = NOTES.get(path, "")
-    return own
+def _linked(text: str) -> str:
+    """A description with its mentions of docs pages (`docs/x.md#y`) as links relative to this page."""
+    return _DOCS_MENTION.sub(lambda found: f"[{found.group(0)}]({found.group(1)})", text)
 
 
-def _section_description(path: str, node: dict[str, Any]) -> str:
-    note = NOTES.get(path)
+def _section_description(holder: str, node: dict[str, Any]) -> str:
+    """What the property holding the section says, then the section model's docstring."""
     own = " ".join(node.get("description", "").split())
-    if note and own:
-        return f"{note}. {own}"
-    return note or own
+    if holder and own:
+        return _linked(f"{holder}. {own}")
+    return _linked(holder or own)
 
 
 def _environment(path: str, in_list: str | None) -> str:
@@ -274,20 +214,3 @@ def render() -> str:
         )
         parts.append("")
     return "\n".join(parts)
-
-
-def described_paths() -> tuple[set[str], set[str]]:
-    """(every section and field path of the model, those without a description from the model or NOTES)."""
-    every: set[str] = set()
-    bare: set[str] = set()
-    for section in sections():
-        if section.path:
-            every.add(section.path)
-            if not section.description:
-                bare.add(section.path)
-        for field in section.fields:
-            path = f"{section.path}.{field.key.strip('`')}" if section.path else field.key.strip("`")
-            every.add(path)
-            if not field.description:
-                bare.add(path)
-    return every, bare

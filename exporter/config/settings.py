@@ -47,7 +47,9 @@ def _read_secret_env(name: str | None, field: str) -> SecretStr | None:
 class _Password(StrictModel):
     """A password given inline, as a file (Kubernetes Secret mounts) or as an environment variable name."""
 
-    password: SecretStr | None = None
+    password: SecretStr | None = Field(
+        default=None, description="the password inline (prefer `password_file`); never in logs or `/metrics`"
+    )
     password_file: Path | None = Field(default=None, description="file holding the password")
     password_env: str | None = Field(default=None, description="environment variable holding the password")
 
@@ -67,7 +69,7 @@ class _Password(StrictModel):
 
 
 class JmxCredentials(_Password):
-    username: str | None = None
+    username: str | None = Field(default=None, description="the JMX user (the brokers' `jmxremote.access`)")
 
     @model_validator(mode="after")
     def _password_needs_user(self) -> JmxCredentials:
@@ -86,7 +88,7 @@ class JmxTls(StrictModel):
     )
     trust_store: Path | None = Field(default=None, description="or: a PKCS12 or JKS trust store holding those CAs")
     trust_store_password_file: Path | None = Field(default=None, description="file holding the trust store password")
-    trust_store_type: Literal["PKCS12", "JKS"] = "PKCS12"
+    trust_store_type: Literal["PKCS12", "JKS"] = Field(default="PKCS12", description="type of `trust_store`")
     cert_file: Path | None = Field(
         default=None, description="client certificate chain, PEM (mutual TLS: jmxremote.ssl.need.client.auth=true)"
     )
@@ -95,7 +97,7 @@ class JmxTls(StrictModel):
     key_store_password_file: Path | None = Field(
         default=None, description="file holding the key store password (also the key's)"
     )
-    key_store_type: Literal["PKCS12", "JKS"] = "PKCS12"
+    key_store_type: Literal["PKCS12", "JKS"] = Field(default="PKCS12", description="type of `key_store`")
     check_hostname: bool = Field(
         default=True,
         description="the broker certificate must name the host in the broker's RMI stub (its java.rmi.server.hostname)",
@@ -132,13 +134,19 @@ class ClusterJmx(JmxCredentials):
     """JMX settings shared by the brokers of a cluster."""
 
     port: int | None = Field(default=None, ge=1, le=65535, description="JMX RMI port on each broker host")
-    tls: JmxTls | None = None
+    tls: JmxTls | None = Field(
+        default=None,
+        description="when the brokers serve JMX over TLS; needs `collection.jmx_transport` bridge, not per_call",
+    )
 
 
 class BrokerConfig(StrictModel):
-    id: int = Field(ge=0)
+    id: int = Field(ge=0, description="the broker's node id: the `broker` label")
     host: str | None = Field(default=None, description="host of the broker's JMX or metrics endpoint")
-    jmx_url: str | None = None
+    jmx_url: str | None = Field(
+        default=None,
+        description="the broker's JMX service URL, e.g. `service:jmx:rmi:///jndi/rmi://kafka-0.example:9999/jmxrmi`",
+    )
     metrics_url: str | None = Field(
         default=None,
         description="the broker's Prometheus metrics endpoint (prometheus block), e.g. http://kafka-0:9404/metrics",
@@ -175,10 +183,16 @@ class PrometheusDeprecatedMapping(StrictModel):
     """Where a home-made rule puts the KIP-896 DeprecatedRequestsPerSec count."""
 
     metric: str = Field(pattern=_METRIC_NAME, description="sample name of the count, as served (with any _total)")
-    request_label: str = Field(default="request", pattern=_LABEL_NAME)
-    version_label: str = Field(default="version", pattern=_LABEL_NAME)
-    software_name_label: str = Field(default="clientSoftwareName", pattern=_LABEL_NAME)
-    software_version_label: str = Field(default="clientSoftwareVersion", pattern=_LABEL_NAME)
+    request_label: str = Field(
+        default="request", pattern=_LABEL_NAME, description="label holding the request (API) name"
+    )
+    version_label: str = Field(default="version", pattern=_LABEL_NAME, description="label holding the request version")
+    software_name_label: str = Field(
+        default="clientSoftwareName", pattern=_LABEL_NAME, description="label holding the client software name"
+    )
+    software_version_label: str = Field(
+        default="clientSoftwareVersion", pattern=_LABEL_NAME, description="label holding the client software version"
+    )
 
 
 class PrometheusChannelsMapping(StrictModel):
@@ -207,10 +221,10 @@ class PrometheusMapping(StrictModel):
     """Where a home-made jmx_exporter rule puts the KIP-511 client gauge: its sample name and four label names."""
 
     connections_metric: str = Field(pattern=_METRIC_NAME, description="sample name of the per-client connections gauge")
-    software_name_label: str = Field(pattern=_LABEL_NAME)
-    software_version_label: str = Field(pattern=_LABEL_NAME)
-    listener_label: str = Field(pattern=_LABEL_NAME)
-    network_processor_label: str = Field(pattern=_LABEL_NAME)
+    software_name_label: str = Field(pattern=_LABEL_NAME, description="label holding the client software name")
+    software_version_label: str = Field(pattern=_LABEL_NAME, description="label holding the client software version")
+    listener_label: str = Field(pattern=_LABEL_NAME, description="label holding the listener")
+    network_processor_label: str = Field(pattern=_LABEL_NAME, description="label holding the network processor")
     deprecated: PrometheusDeprecatedMapping | None = Field(
         default=None, description="the DeprecatedRequestsPerSec count, when the rules export it"
     )
@@ -231,7 +245,7 @@ class PrometheusMapping(StrictModel):
 
 
 class PrometheusBasicAuth(_Password):
-    username: str = Field(min_length=1)
+    username: str = Field(min_length=1, description="the user")
 
     @model_validator(mode="after")
     def _needs_password(self) -> PrometheusBasicAuth:
@@ -243,8 +257,8 @@ class PrometheusBasicAuth(_Password):
 class PrometheusTls(StrictModel):
     ca_file: Path | None = Field(default=None, description="CA bundle to verify the endpoints; system CAs if unset")
     cert_file: Path | None = Field(default=None, description="client certificate (mutual TLS)")
-    key_file: Path | None = None
-    check_hostname: bool = True
+    key_file: Path | None = Field(default=None, description="the client certificate's key (mutual TLS)")
+    check_hostname: bool = Field(default=True, description="the endpoint's certificate must name the host dialled")
 
     @model_validator(mode="after")
     def _files(self) -> PrometheusTls:
@@ -267,12 +281,16 @@ class ClusterPrometheus(StrictModel):
         "jmx_exporter), confluent (jmx-monitoring-stacks' kafka_broker.yml), strimzi_reporter (Strimzi Metrics "
         "Reporter); or give mapping",
     )
-    mapping: PrometheusMapping | None = None
+    mapping: PrometheusMapping | None = Field(
+        default=None, description="for rules of your own, instead of a `preset` (give one of the two)"
+    )
     port: int | None = Field(default=None, ge=1, le=65535, description="metrics port on each discovered broker host")
-    scheme: Literal["http", "https"] = "http"
+    scheme: Literal["http", "https"] = Field(
+        default="http", description="scheme of the endpoints built from host and port"
+    )
     path: str = Field(default="/metrics", description="URL path of the endpoints built from host and port")
-    tls: PrometheusTls | None = None
-    basic_auth: PrometheusBasicAuth | None = None
+    tls: PrometheusTls | None = Field(default=None, description="TLS of `https` endpoints")
+    basic_auth: PrometheusBasicAuth | None = Field(default=None, description="HTTP basic auth of the endpoints")
     bearer_token_file: Path | None = Field(default=None, description="file holding a bearer token; re-read every poll")
 
     @field_validator("path")
@@ -302,13 +320,17 @@ SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"
 class SaslConfig(_Password):
     """SASL for the Kafka protocol; kafka-python runs the mechanism."""
 
-    mechanism: SaslMechanism
-    username: str | None = None
-    # OAUTHBEARER: a file holding the current token, re-read for every new connection so that a sidecar
-    # (or a projected service-account token) can refresh it.
-    token_file: Path | None = None
-    kerberos_service_name: str = "kafka"
-    kerberos_domain_name: str | None = None
+    mechanism: SaslMechanism = Field(description="the SASL mechanism")
+    username: str | None = Field(default=None, description="the SASL user (PLAIN, SCRAM)")
+    token_file: Path | None = Field(
+        default=None,
+        description="OAUTHBEARER: file holding the bearer token, re-read for each new connection (a sidecar or a "
+        "projected service-account token may refresh it)",
+    )
+    kerberos_service_name: str = Field(default="kafka", description="GSSAPI: the brokers' Kerberos service name")
+    kerberos_domain_name: str | None = Field(
+        default=None, description="GSSAPI: the brokers' Kerberos domain, when not their host's"
+    )
 
     @model_validator(mode="after")
     def _mechanism_inputs(self) -> SaslConfig:
@@ -337,11 +359,15 @@ class SaslConfig(_Password):
 class TlsConfig(StrictModel):
     ca_file: Path | None = Field(default=None, description="CA bundle to verify the brokers; system CAs if unset")
     cert_file: Path | None = Field(default=None, description="client certificate (mutual TLS)")
-    key_file: Path | None = None
-    key_password: SecretStr | None = None
-    key_password_file: Path | None = None
-    crl_file: Path | None = None
-    check_hostname: bool = True
+    key_file: Path | None = Field(default=None, description="the client certificate's key (mutual TLS)")
+    key_password: SecretStr | None = Field(
+        default=None, description="the key's password inline (prefer `key_password_file`); never in logs or `/metrics`"
+    )
+    key_password_file: Path | None = Field(default=None, description="file holding the key's password")
+    crl_file: Path | None = Field(
+        default=None, description="certificate revocation list to check the brokers' certificates against"
+    )
+    check_hostname: bool = Field(default=True, description="the broker certificate must name the host dialled")
 
     @model_validator(mode="after")
     def _files(self) -> TlsConfig:
@@ -359,9 +385,14 @@ class TlsConfig(StrictModel):
 
 
 class KafkaSecurity(StrictModel):
-    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl: SaslConfig | None = None
-    tls: TlsConfig | None = None
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="the listener's security protocol"
+    )
+    sasl: SaslConfig | None = Field(
+        default=None,
+        description="the SASL mechanism and credentials, for protocol SASL_PLAINTEXT or SASL_SSL (which need it)",
+    )
+    tls: TlsConfig | None = Field(default=None, description="TLS of the Kafka-protocol side (protocol SSL or SASL_SSL)")
 
     @model_validator(mode="after")
     def _consistent(self) -> KafkaSecurity:
@@ -399,17 +430,35 @@ class ClusterInventory(StrictModel):
 
 
 class ClusterConfig(StrictModel):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
-    # Polled over the Kafka protocol (metadata, ApiVersions, client-metrics subscriptions) when given.
-    bootstrap_servers: list[str] = Field(default_factory=list)
-    security: KafkaSecurity = KafkaSecurity()
-    # Polled over JMX (connected clients) when given.
-    jmx: ClusterJmx | None = None
-    # Or: the same gauges read from the brokers' own Prometheus endpoints.
-    prometheus: ClusterPrometheus | None = None
-    brokers: list[BrokerConfig] | None = None
-    # Who is behind the live connections: the inventory job's latest publication.
-    inventory: ClusterInventory | None = None
+    name: str = Field(
+        min_length=1,
+        pattern=r"^[A-Za-z0-9_.\-]+$",
+        description="the cluster's name: the `kafka_cluster` label of every series",
+    )
+    bootstrap_servers: list[str] = Field(
+        default_factory=list,
+        description="`host:port` of brokers to bootstrap from: the cluster is then polled over the Kafka protocol "
+        "(metadata, ApiVersions, client-metrics subscriptions) and its brokers are discovered",
+    )
+    security: KafkaSecurity = Field(
+        default=KafkaSecurity(), description="how the Kafka-protocol side connects; default PLAINTEXT"
+    )
+    jmx: ClusterJmx | None = Field(
+        default=None, description="the cluster is polled over JMX (connected clients) when given"
+    )
+    prometheus: ClusterPrometheus | None = Field(
+        default=None,
+        description="or: the same gauges read from the brokers' own Prometheus endpoints (give `jmx` or `prometheus`, "
+        "not both)",
+    )
+    brokers: list[BrokerConfig] | None = Field(
+        default=None, description="brokers listed by hand; without it they are discovered from cluster metadata"
+    )
+    inventory: ClusterInventory | None = Field(
+        default=None,
+        description="who runs each connected version: the inventory job's latest publication (see "
+        "docs/inventory.md#the-exporter-reads-the-inventory)",
+    )
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -520,8 +569,8 @@ def check_telemetry_path(path: str) -> str:
 
 
 class WebConfig(StrictModel):
-    host: str = "0.0.0.0"
-    port: int = Field(default=9784, ge=1, le=65535)
+    host: str = Field(default="0.0.0.0", description="address to listen on; `0.0.0.0` is every IPv4 interface")
+    port: int = Field(default=9784, ge=1, le=65535, description="port to listen on")
     config_file: Path | None = Field(
         default=None, description="exporter-toolkit web config (TLS, basic auth); --web.config.file overrides it"
     )
@@ -534,7 +583,9 @@ class WebConfig(StrictModel):
 
 
 class CollectionConfig(StrictModel):
-    interval_seconds: float = Field(default=30.0, gt=0, le=3600)
+    interval_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="one collection cycle every this many seconds"
+    )
     max_concurrency: int = Field(
         default=8, ge=1, le=256, description="JMX reads running at once (bridge threads, or per_call JVMs)"
     )
@@ -543,17 +594,30 @@ class CollectionConfig(StrictModel):
         description="bridge: one long-lived JVM keeps a JMX connection per broker open; "
         "per_call: a new JVM per broker per cycle (the password is on its command line)",
     )
-    # Hard deadline per broker JMX call; unset: 10 s, or the interval when that is shorter.
-    jmx_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
-    # Per Kafka request and per bootstrap (metadata, ApiVersions, ListConfigResources, DescribeConfigs);
-    # unset: 10 s, or the interval when that is shorter.
-    protocol_timeout_seconds: float | None = Field(default=None, gt=0, le=600)
+    jmx_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="hard deadline of one broker's gauge read (JMX or metrics endpoint), enforced by the exporter; "
+        "unset: 10 s, or the interval when that is shorter",
+    )
+    protocol_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="deadline of each Kafka request and bootstrap (metadata, ApiVersions, ListConfigResources, "
+        "DescribeConfigs); unset: 10 s, or the interval when that is shorter",
+    )
     network_processor_label: bool = Field(
         default=False, description="keep the networkProcessor tag as a label instead of summing over it"
     )
-    # Cardinality guard: distinct (software name, version) pairs per cluster exported as their own series;
-    # the rest fold into client_software_version="other" (counts kept).
-    max_versions_per_cluster: int = Field(default=300, ge=1, le=100000)
+    max_versions_per_cluster: int = Field(
+        default=300,
+        ge=1,
+        le=100000,
+        description="cardinality guard: at most this many (software name, version) pairs of a cluster get their own "
+        'series; further pairs fold into client_software_version="other" (their counts kept)',
+    )
     # Staleness limit in intervals, so it follows interval_seconds: past it /healthz answers 503 and /metrics
     # withholds the client and broker series of the old snapshot. Above 1: one interval late is normal.
     stale_after_intervals: float = Field(
@@ -582,10 +646,12 @@ class CollectionConfig(StrictModel):
 
 
 class JavaConfig(StrictModel):
-    path: str = "java"
+    path: str = Field(default="java", description="the `java` executable")
     # A JMX query JVM lives ~0.2 s: the C1-only JIT and serial GC cut its start-up CPU.
     options: list[str] = Field(
-        default_factory=lambda: ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xshare:auto"]
+        default_factory=lambda: ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xshare:auto"],
+        description="JVM options of the JMX query processes (a short-lived JVM starts faster with the C1-only JIT "
+        "and the serial collector)",
     )
 
 
@@ -627,16 +693,36 @@ class Settings(BaseSettings):
     # The schema (the chart's values.schema.json among others) also admits the upper-case names the exporter and
     # the chart's default took before, which the validator below still accepts.
     log_level: LogLevel = Field(
-        "info", json_schema_extra={"enum": [*LOG_LEVELS, "DEBUG", "INFO", "WARN", "WARNING", "ERROR"]}
+        "info",
+        json_schema_extra={"enum": [*LOG_LEVELS, "DEBUG", "INFO", "WARN", "WARNING", "ERROR"]},
+        description="`--log.level` overrides it; the upper-case names (`WARNING`, ...) still work",
     )
-    log_format: LogFormat = "logfmt"
-    web: WebConfig = WebConfig()
-    collection: CollectionConfig = CollectionConfig()
-    java: JavaConfig = JavaConfig()
-    # Version policy file extending/overriding the shipped default (docs/policy.md); unset: the default.
-    policy_file: Path | None = None
-    policy: PolicyConfig = PolicyConfig()
-    clusters: list[ClusterConfig] = Field(min_length=1)
+    log_format: LogFormat = Field(
+        "logfmt",
+        description='`logfmt` (`ts=... level=info logger=exporter msg="..."`) or `json` (one object per line); '
+        "`--log.format` overrides it",
+    )
+    web: WebConfig = Field(
+        default=WebConfig(), description="where `serve` listens (`--web.listen-address` overrides host and port)"
+    )
+    collection: CollectionConfig = Field(
+        default=CollectionConfig(),
+        description="the background collection cycle; `/metrics` always serves the last complete one",
+    )
+    java: JavaConfig = Field(
+        default=JavaConfig(), description="the Java runtime of the JMX queries (the bridge, or a JVM per call)"
+    )
+    policy_file: Path | None = Field(
+        default=None,
+        description="version policy file extending or overriding the shipped default (see docs/policy.md); unset: "
+        "the default",
+    )
+    policy: PolicyConfig = Field(
+        default=PolicyConfig(), description="the Kafka release the clients' deprecated requests are judged against"
+    )
+    clusters: list[ClusterConfig] = Field(
+        min_length=1, description="the Kafka clusters to watch: one entry per cluster"
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -5,13 +5,16 @@ the alert table with the rules, the panel lists with the dashboards."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from docs_gen import configuration, metrics, regions
+from docs_gen import metrics, regions
 from docs_gen.generated import REGIONS
 from exporter.collectors.catalog import CATALOG
+from exporter.config.json_schema import config_json_schema
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -39,13 +42,26 @@ def test_a_block_that_differs_is_named_with_the_command(tmp_path: Path) -> None:
     assert problem is not None and problem.startswith("docs/metrics.md: no block between")
 
 
-def test_every_setting_has_a_description_and_every_note_a_setting() -> None:
-    every, bare = configuration.described_paths()
-    assert not bare, (
-        f"settings without a description (add one to the model, or to docs_gen.configuration.NOTES): {bare}"
-    )
-    notes_of_nothing = set(configuration.NOTES) - every
-    assert not notes_of_nothing, f"NOTES for settings that do not exist: {notes_of_nothing}"
+def _undescribed(node: dict[str, Any], defs: dict[str, Any], path: str = "") -> Iterator[str]:
+    """The dotted paths (`[]` after a list) of the properties below ``node`` without a description, a property
+    holding a section included, and those inside the sections it holds."""
+    for key, spec in node.get("properties", {}).items():
+        child = f"{path}.{key}" if path else key
+        if not spec.get("description", "").strip():
+            yield child
+        for option in [spec, *spec.get("anyOf", [])]:
+            for held, suffix in ((option, ""), (option.get("items", {}), "[]")):
+                if "$ref" in held:
+                    yield from _undescribed(defs[held["$ref"].removeprefix("#/$defs/")], defs, child + suffix)
+
+
+def test_every_property_of_the_config_schema_has_a_description() -> None:
+    """The model is the one source of what a setting means: the schemas users see (`python -m
+    exporter.config.json_schema` for an editor, the chart's values.schema.json) and docs/configuration.md all take
+    it from there."""
+    schema = config_json_schema()
+    bare = list(_undescribed(schema, schema["$defs"]))
+    assert not bare, f"settings without a description (give their Field one in exporter/config/settings.py): {bare}"
 
 
 def test_the_reference_names_every_setting_under_its_section() -> None:
