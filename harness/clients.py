@@ -201,6 +201,13 @@ _PYTHON_MODULES = {
 }
 
 
+def _java_classpath(kind: ClientKind) -> str:
+    """The jars a Java client kind runs on: its release's kafka-clients (0.10-2.x: the release's own jars)."""
+    if kind in LEGACY_JAVA_RELEASES:
+        return legacy_clients_classpath(LEGACY_JAVA_RELEASES[kind])
+    return kafka_clients_classpath(JAVA_RELEASES[kind])
+
+
 def missing_reason(kind: ClientKind) -> str | None:
     """Why a client kind cannot run here, or None if it can."""
     kind = ClientKind(kind)
@@ -212,19 +219,11 @@ def missing_reason(kind: ClientKind) -> str | None:
         if not (NODE_MODULES / "kafkajs" / "package.json").is_file():
             return f"kafkajs is not installed in {NODE_MODULES} (npm ci in {NODE_DIR})"
         return None
-    if kind in JAVA_RELEASES:
+    if kind in JAVA_RELEASES or kind in LEGACY_JAVA_RELEASES:
         if shutil.which("java") is None:
             return "java is not on PATH (apt-get install openjdk-17-jdk-headless)"
         try:
-            kafka_clients_classpath(JAVA_RELEASES[kind])
-        except KafkaJarsMissing as missing:
-            return str(missing)
-        return None
-    if kind in LEGACY_JAVA_RELEASES:
-        if shutil.which("java") is None:
-            return "java is not on PATH (apt-get install openjdk-17-jdk-headless)"
-        try:
-            legacy_clients_classpath(LEGACY_JAVA_RELEASES[kind])
+            _java_classpath(kind)
         except KafkaJarsMissing as missing:
             return str(missing)
         return None
@@ -453,20 +452,14 @@ def start_client(
             argv += ["-X", setting]
         return RealClient(kind, argv, expected, ready_on_stderr=_KCAT_READY_MARKER)
 
-    if kind in JAVA_RELEASES:
-        classpath = kafka_clients_classpath(JAVA_RELEASES[kind])
-        argv = ["java", *JAVA_CLIENT_OPTIONS, *java_program_args(JAVA_CLIENT_SOURCE, classpath), java_role, bootstrap]
-        argv += ["--timeout", str(bootstrap_timeout)]
-        if client_id is not None:
-            argv += ["--client-id", client_id]
-        for key, value in (properties or {}).items():
-            argv += ["--property", f"{key}={value}"]
-        return RealClient(kind, argv, expected)
-
-    if kind in LEGACY_JAVA_RELEASES:
-        classpath = legacy_clients_classpath(LEGACY_JAVA_RELEASES[kind])
-        argv = ["java", *JAVA_CLIENT_OPTIONS, *java_program_args(LEGACY_JAVA_CLIENT_SOURCE, classpath), bootstrap]
-        argv += ["--timeout", str(bootstrap_timeout), "--interval", str(LEGACY_PRODUCE_INTERVAL)]
+    if kind in JAVA_RELEASES or kind in LEGACY_JAVA_RELEASES:
+        classpath = _java_classpath(kind)
+        if kind in JAVA_RELEASES:
+            program = [*java_program_args(JAVA_CLIENT_SOURCE, classpath), java_role, bootstrap]
+        else:
+            program = [*java_program_args(LEGACY_JAVA_CLIENT_SOURCE, classpath), bootstrap]
+            program += ["--interval", str(LEGACY_PRODUCE_INTERVAL)]
+        argv = ["java", *JAVA_CLIENT_OPTIONS, *program, "--timeout", str(bootstrap_timeout)]
         if client_id is not None:
             argv += ["--client-id", client_id]
         for key, value in (properties or {}).items():
