@@ -38,7 +38,13 @@ def spark() -> Iterator:
         },
     )
     yield session
+    jvm = session.sparkContext._gateway.proc  # type: ignore[union-attr]  # the driver JVM pyspark launched
     session.stop()
+    # stop() ends Spark, not its JVM, which exits once its stdin pipe from this process closes: at the worker's exit,
+    # and then for seconds after the suite has returned (a fresh clone's run saw it still running). Closed and
+    # waited for here, by its pid.
+    jvm.stdin.close()
+    jvm.wait(timeout=60)
 
 
 @pytest.fixture(scope="session")
