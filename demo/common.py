@@ -167,14 +167,15 @@ KCAT_IDENTITIES: list[ClientSpec] = [
 
 
 class InventoryJob:
-    """`kafka-client-exporter inventory --incremental` over the brokers' request logs, once, in the background.
+    """`kafka-client-exporter inventory --incremental` over the brokers' request logs (``logs``, a path or a glob),
+    once, in the background.
 
     The exporter starts meanwhile and picks the publication up on its next cycle, so the live series show at once
     and who runs them about half a minute later. Its output goes to a log file; a failed run leaves the live series
     as they are (the status page says why there is no inventory).
     """
 
-    def __init__(self, logs: Path, output: Path, log_file: Path, say: Callable[[str], None]) -> None:
+    def __init__(self, logs: str, output: Path, log_file: Path, say: Callable[[str], None]) -> None:
         self.output, self.log_file, self._say = output, log_file, say
         self.command = [
             sys.executable,

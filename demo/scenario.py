@@ -133,6 +133,12 @@ LATE_CLIENT = ClientKind.JAVA_2_8
 LATE_CLIENT_ID = "nightly-reconciliation"
 
 
+def brokers_log_dirs(data_dir: Path) -> str:
+    """What an operator gives the inventory job: the nodes' log directories (a glob), not their data directories
+    beside them."""
+    return str(data_dir / "kafka" / "node-*" / "logs")
+
+
 def logged_client_ids(logs: Path, wanted: set[str]) -> set[str]:
     """Which of ``wanted`` the request logs under ``logs`` (every node's, rolled files included) hold a line of."""
     found = set()
@@ -382,7 +388,10 @@ class DemoRoll:
             "since its first run); its rejections table will name the refused producer"
         )
         job = InventoryJob(
-            self._data_dir / "kafka", self._first_job.output, self._data_dir / "inventory-job-after-roll.log", self._say
+            brokers_log_dirs(self._data_dir),
+            self._first_job.output,
+            self._data_dir / "inventory-job-after-roll.log",
+            self._say,
         )
         self.second_job = job
         job.start()
@@ -489,7 +498,7 @@ def running_demo(
         )
         job = None
         if inventory:
-            job = InventoryJob(data_dir / "kafka", data_dir / "inventory", data_dir / "inventory-job.log", say)
+            job = InventoryJob(brokers_log_dirs(data_dir), data_dir / "inventory", data_dir / "inventory-job.log", say)
         config = write_config(
             data_dir / "exporter.yaml",
             CLUSTER,

@@ -29,6 +29,11 @@ class InputError(Exception):
     """An input path that does not exist or cannot be listed or read: the run stops before writing anything."""
 
 
+class FileGone(InputError):
+    """A listed file deleted before it could be opened (retention, log4j dropping its oldest backup): the listing
+    goes on as if it had been made a moment later."""
+
+
 @dataclass(frozen=True)
 class InputFile:
     #: As Spark reports it in ``_metadata.file_path`` (a URI, percent-encoded).
@@ -83,9 +88,40 @@ def _java_message(exc: Exception, qualified: bool = False) -> str:
     return str(exc).splitlines()[0]
 
 
-def _statuses(hadoop: _Hadoop, given: str) -> Iterator[tuple[Any, list[str]]]:
-    """Every file under one input (a file, a directory searched recursively, or a glob), with the names of the
-    directories between the input and the file."""
+def _gone(fs: Any, path: Any) -> bool:
+    """Whether a path listed a moment ago no longer exists. Asked after a failure rather than read from the
+    exception's type: a local file that cannot be opened for want of permission raises FileNotFoundException too."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return not fs.exists(path)
+    except Py4JJavaError:
+        return False
+
+
+def _walk(fs: Any, directory: Any) -> Iterator[Any]:
+    """The files under ``directory``, recursively, skipping the directories Spark would skip. ``listStatus`` rather
+    than ``listFiles``: the latter builds a LocatedFileStatus per entry, whose permissions a local file system reads
+    by running ``ls -ld`` on it, which fails on a file deleted since the listing. Brokers' data directories (and log4j's
+    rolling) delete files all the time, files this job never reads: a run over a broker's whole directory stopped on
+    a checkpoint's ``.tmp`` file. A directory deleted between its parent's listing and its own had nothing to read."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        children = fs.listStatus(directory)
+    except Py4JJavaError:
+        if _gone(fs, directory):
+            return
+        raise
+    for child in children:
+        if not child.isDirectory():
+            yield child
+        elif not _hidden(child.getPath().getName()):
+            yield from _walk(fs, child.getPath())
+
+
+def _statuses(hadoop: _Hadoop, given: str) -> Iterator[Any]:
+    """Every file under one input (a file, a directory searched recursively, or a glob)."""
     from py4j.protocol import Py4JJavaError
 
     path = hadoop.path(given)
@@ -98,28 +134,27 @@ def _statuses(hadoop: _Hadoop, given: str) -> Iterator[tuple[Any, list[str]]]:
         raise InputError(f"--input {given}: no such file or directory")
     for status in matches:
         if not status.isDirectory():
-            yield status, []
+            yield status
             continue
-        root = status.getPath().toUri().getPath().rstrip("/") + "/"
         try:
-            found = fs.listFiles(status.getPath(), True)
-            while found.hasNext():
-                file = found.next()
-                yield file, file.getPath().getParent().toUri().getPath()[len(root) :].split("/")
+            yield from _walk(fs, status.getPath())
         except Py4JJavaError as exc:
             raise InputError(f"--input {given}: cannot list {status.getPath()}: {_java_message(exc)}") from exc
 
 
 def _head(hadoop: _Hadoop, status: Any) -> tuple[bytes, str | None]:
     """The first HEAD_BYTES decompressed bytes, and why decompressing them failed (a corrupt or cut-off archive:
-    the run skips that file and goes on). A file that cannot be opened stops the run."""
+    the run skips that file and goes on). A file that cannot be opened stops the run, unless it is gone."""
     from py4j.protocol import Py4JJavaError
 
     path = status.getPath()
     codec = hadoop.codecs.getCodec(path)
+    fs = path.getFileSystem(hadoop.conf)
     try:
-        stream = path.getFileSystem(hadoop.conf).open(path)
+        stream = fs.open(path)
     except Py4JJavaError as exc:
+        if _gone(fs, path):
+            raise FileGone(f"{spark_path(path.toUri().toString())}: deleted since it was listed") from exc
         raise InputError(f"cannot read {spark_path(path.toUri().toString())}: {_java_message(exc)}") from exc
     try:
         if codec is not None:
@@ -160,16 +195,19 @@ def list_input_files(spark: SparkSession, inputs: Sequence[str]) -> list[InputFi
     hadoop = _Hadoop(spark)
     seen: dict[str, InputFile] = {}
     for given in inputs:
-        for status, directories in _statuses(hadoop, given):
+        for status in _statuses(hadoop, given):
             path = status.getPath()
             name = path.getName()
             kind = kind_of(name)
-            if kind is None or _hidden(name) or any(_hidden(d) for d in directories if d):
+            if kind is None or _hidden(name):
                 continue
             uri = spark_path(path.toUri().toString())
             if uri in seen:
                 continue
-            head, corrupt = _head(hadoop, status) if status.getLen() > 0 else (b"", None)
+            try:
+                head, corrupt = _head(hadoop, status) if status.getLen() > 0 else (b"", None)
+            except FileGone:
+                continue
             seen[uri] = InputFile(
                 path=uri,
                 read_path=path.toString(),
