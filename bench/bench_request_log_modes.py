@@ -97,7 +97,7 @@ from harness.exporter_process import checkout_env
 from real_kafka import KafkaCluster, KafkaNode, NodeOptions, start_clusters
 from real_kafka.broker import DEFAULT_JVM_OPTIONS
 from real_kafka.broker_loggers import set_logger_level
-from real_kafka.distribution import RELEASES
+from real_kafka.distribution import KRAFT_RELEASES
 
 ROOT = Path(__file__).resolve().parents[1]
 LOADS = ("mix", "tiny")
@@ -773,7 +773,7 @@ def main() -> int:
     parser.add_argument("--records", type=float, default=4000.0, help="mix load: records produced a second")
     parser.add_argument("--producers", type=int, default=4, help="producers of each load")
     parser.add_argument("--connections", type=float, default=2.0, help="short-lived connections opened a second")
-    parser.add_argument("--releases", nargs="+", choices=RELEASES, default=list(RELEASES))
+    parser.add_argument("--releases", nargs="+", choices=KRAFT_RELEASES, default=list(KRAFT_RELEASES))
     parser.add_argument("--loads", nargs="+", choices=LOADS, default=list(LOADS))
     parser.add_argument("--jvm", choices=sorted(JVMS), default="kafka", help="the brokers' JVM options")
     parser.add_argument(

@@ -183,7 +183,7 @@ class UpgradingCluster:
             plan.node_id: formatter if plan.release == CREATED_WITH else node(plan, plan.release)
             for plan, formatter in zip(plans, self._formatters, strict=True)
         }
-        self._formatting: list[subprocess.Popen[bytes]] = []
+        self._formatting: list[subprocess.Popen[bytes] | None] = []
         self._started_formatting = 0.0
         self.format_seconds = 0.0
         self.timings: dict[int, StartTiming] = {}
@@ -218,7 +218,7 @@ class UpgradingCluster:
         """SIGTERM to the brokers, then to the controller once they are gone: a broker's controlled shutdown asks the
         controller, which must still be there. SIGKILL to any still running after ``timeout`` seconds."""
         for process in self._formatting:
-            if process.poll() is None:
+            if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
         brokers_only = [node for node in self.nodes.values() if not node.roles.controller]

@@ -9,11 +9,13 @@ it never imports kafka_double nor the demo.
 from real_kafka.broker import KafkaNode, NodeFailed, NodeOptions, StartTiming
 from real_kafka.cluster import KafkaCluster, new_cluster_id, start_clusters
 from real_kafka.config import BrokerTls, NodePorts, NodeRoles
-from real_kafka.distribution import RELEASES, DistributionMissing, distribution
+from real_kafka.distribution import KRAFT_RELEASES, RELEASES, ZOOKEEPER_RELEASES, DistributionMissing, distribution
 from real_kafka.jmx import JmxAuth, JmxTls
 
 __all__ = [
+    "KRAFT_RELEASES",
     "RELEASES",
+    "ZOOKEEPER_RELEASES",
     "BrokerTls",
     "DistributionMissing",
     "JmxAuth",

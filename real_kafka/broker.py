@@ -1,30 +1,29 @@
-"""One real Kafka KRaft node in its own JVM: ``java -cp '<libs>/*' kafka.Kafka server.properties``, as
-``bin/kafka-server-start.sh`` runs it, after ``kafka.tools.StorageTool format`` (SCRAM credentials included).
+"""One real Kafka node in its own JVM: ``java -cp '<libs>/*' kafka.Kafka server.properties``, as
+``bin/kafka-server-start.sh`` runs it. A KRaft node first gets ``kafka.tools.StorageTool format`` (SCRAM credentials
+included); a ZooKeeper-mode broker needs no format (its cluster writes the SCRAM credentials into ZooKeeper first).
 
 Everything lives under the node's directory: ``config/`` (server.properties, log4j, JMX files), ``data/`` (the log
 directory, the metadata log included), ``logs/`` (server.log, kafka-request.log) and ``stdout.log`` (the JVM's own
 output: crashes before log4j is up, javaagent messages). The process is started in its own session and stopped by
-its pid: SIGTERM (Kafka's controlled shutdown), SIGKILL after a deadline. ``restart(release=...)`` starts the same
-configuration and storage again, under another release if asked.
+its pid (``real_kafka.process``): SIGTERM (Kafka's controlled shutdown), SIGKILL after a deadline.
+``restart(release=...)`` starts the same configuration and storage again, under another release if asked.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from exporter.request_logs.log_kinds import LogKind
 from real_kafka.config import BrokerTls, NodePorts, NodeRoles, server_properties
-from real_kafka.distribution import Distribution, distribution, jmx_exporter_agent
+from real_kafka.distribution import KRAFT_RELEASES, Distribution, distribution, jmx_exporter_agent
 from real_kafka.jmx import JmxAuth, JmxTls, jmx_options, jmx_url
 from real_kafka.log4j import LogFiles, write_logging_config
+from real_kafka.process import JvmProcess, cpu_seconds, log_tails
 from real_kafka.readiness import NotReady, probe
 
 __all__ = ["DEFAULT_JVM_OPTIONS", "ClusterLayout", "KafkaNode", "NodeFailed", "NodeOptions", "StartTiming"]
@@ -41,7 +40,6 @@ DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
     "-Xshare:auto",
     "-Djava.awt.headless=true",
 )
-_TAIL_LINES = 30
 
 
 class NodeFailed(RuntimeError):
@@ -76,8 +74,10 @@ class ClusterLayout:
     """What the nodes of a cluster must agree on."""
 
     cluster_id: str
-    voters: Mapping[int, int]  # controller node id -> its CONTROLLER port
+    voters: Mapping[int, int]  # controller node id -> its CONTROLLER port (none in ZooKeeper mode)
     brokers: int
+    #: ZooKeeper mode: the brokers' ``zookeeper.connect``; None: KRaft mode.
+    zookeeper_connect: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,11 @@ class KafkaNode:
         self.layout = layout
         self.options = options
         self._distribution: Distribution = distribution(release)
-        self._process: subprocess.Popen[bytes] | None = None
-        self._stdout: IO[bytes] | None = None
+        if layout.zookeeper_connect is not None and not self._distribution.zookeeper_mode:
+            raise ValueError(f"Kafka {release} has no ZooKeeper mode (removed in 4.0)")
+        if layout.zookeeper_connect is None and not self._distribution.kraft_mode:
+            raise ValueError(f"Kafka {release} is run in ZooKeeper mode only here (KRaft: {', '.join(KRAFT_RELEASES)})")
+        self._jvm = JvmProcess(directory, f"Kafka node {node_id}")
         self._launched_at = 0.0
         self.timings: list[StartTiming] = []
         self.config_dir = directory / "config"
@@ -125,12 +128,16 @@ class KafkaNode:
         return self._distribution.release
 
     @property
+    def zookeeper_mode(self) -> bool:
+        return self.layout.zookeeper_connect is not None
+
+    @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        return self._jvm.pid
 
     @property
     def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return self._jvm.running
 
     @property
     def jmx_url(self) -> str:
@@ -157,9 +164,9 @@ class KafkaNode:
         """Write the configuration and format the storage (first start only; a restart keeps both)."""
         self.finish_format(self.begin_format())
 
-    def begin_format(self) -> subprocess.Popen[bytes]:
+    def begin_format(self) -> subprocess.Popen[bytes] | None:
         """Write the configuration and start formatting; ``finish_format`` waits. A cluster formats its nodes in
-        parallel: each format is a JVM start of its own."""
+        parallel: each format is a JVM start of its own. A ZooKeeper-mode broker has nothing to format (None)."""
         self.config_dir.mkdir(parents=True, exist_ok=True)
         self.properties_file.write_text(
             server_properties(
@@ -171,9 +178,12 @@ class KafkaNode:
                 brokers=self.layout.brokers,
                 tls=self.options.tls,
                 extra=self.options.extra_properties,
+                zookeeper_connect=self.layout.zookeeper_connect,
             )
         )
         self._write_logging()
+        if self.zookeeper_mode:
+            return None
         command = [
             "java",
             *self.options.jvm_options,
@@ -193,7 +203,9 @@ class KafkaNode:
             command, cwd=self.directory, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
 
-    def finish_format(self, formatting: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    def finish_format(self, formatting: subprocess.Popen[bytes] | None, timeout: float = 120.0) -> None:
+        if formatting is None:
+            return
         try:
             output, _ = formatting.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -208,8 +220,6 @@ class KafkaNode:
 
     def launch(self) -> None:
         """Start the JVM and return at once (``wait_ready`` waits): nodes of one quorum must start together."""
-        if self.running:
-            raise RuntimeError(f"node {self.node_id} is already running (pid {self.pid})")
         if not self.properties_file.is_file():
             self.format()
         # Written at every start: a restart under another release needs that release's logging format.
@@ -221,41 +231,26 @@ class KafkaNode:
             agent = jmx_exporter_agent()
             command.append(f"-javaagent:{agent}=127.0.0.1:{self.ports.metrics}:{self.options.jmx_exporter_rules}")
         command += ["-cp", self._distribution.classpath, "kafka.Kafka", str(self.properties_file)]
-        if self._stdout is not None:
-            self._stdout.close()
-        self._stdout = (self.directory / "stdout.log").open("ab")
         self._launched_at = time.monotonic()
-        # Its own session: a terminal's Ctrl-C goes to the test runner only, whose teardown then stops the node (a
-        # JVM that got the SIGINT itself would be gone before the tests using it are). The node's directory as
-        # working directory: a JVM crash report (hs_err_pid*.log) lands there too.
-        self._process = subprocess.Popen(
-            command,
-            cwd=self.directory,
-            stdin=subprocess.DEVNULL,
-            stdout=self._stdout,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.info("started Kafka %s node %d, pid %d", self.release, self.node_id, self._process.pid)
+        self._jvm.start(command)
+        log.info("started Kafka %s node %d, pid %d", self.release, self.node_id, self.pid)
 
     def wait_ready(self, timeout: float = 90.0) -> StartTiming:
         """Poll until the node serves clients; NodeFailed (with the logs' tails) if its JVM exits or time runs out."""
         deadline = time.monotonic() + timeout
         why = "not probed yet"
         while True:
-            process = self._process
-            if process is None:
+            pid = self._jvm.pid
+            if pid is None:
                 raise RuntimeError(f"node {self.node_id} was not launched")
-            if process.poll() is not None:
-                raise NodeFailed(
-                    f"Kafka {self.release} node {self.node_id} exited with {process.returncode}{self.tails()}"
-                )
+            if (returncode := self._jvm.returncode) is not None:
+                raise NodeFailed(f"Kafka {self.release} node {self.node_id} exited with {returncode}{self.tails()}")
             try:
                 self._probe()
             except NotReady as exc:
                 why = str(exc)
             else:
-                timing = StartTiming(self.release, time.monotonic() - self._launched_at, _cpu_seconds(process.pid))
+                timing = StartTiming(self.release, time.monotonic() - self._launched_at, cpu_seconds(pid))
                 self.timings.append(timing)
                 return timing
             if time.monotonic() > deadline:
@@ -271,41 +266,25 @@ class KafkaNode:
 
     def terminate(self) -> None:
         """Send SIGTERM and return: a cluster stops its nodes together (``wait_stopped`` next)."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+        self._jvm.terminate()
 
     def wait_stopped(self, timeout: float) -> None:
         """Wait for the JVM to exit after ``terminate``; SIGKILL it after ``timeout`` seconds."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                log.warning(
-                    "Kafka node %d (pid %d) still runs %ss after SIGTERM; killing it",
-                    self.node_id,
-                    process.pid,
-                    timeout,
-                )
-                process.kill()
-                process.wait()
-        self._close_stdout()
+        self._jvm.wait_stopped(timeout)
 
     def kill(self) -> None:
         """SIGKILL: a crash, with no controlled shutdown."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
-        self._close_stdout()
+        self._jvm.kill()
 
     def restart(self, release: str | None = None, timeout: float = 90.0) -> StartTiming:
         """Stop, then start the same configuration and storage again (under ``release`` if given) and wait until
         it is ready."""
         self.stop()
         if release is not None and release != self.release:
-            self._distribution = distribution(release)
+            upgraded = distribution(release)
+            if self.zookeeper_mode and not upgraded.zookeeper_mode:
+                raise ValueError(f"node {self.node_id} runs in ZooKeeper mode, which Kafka {release} no longer has")
+            self._distribution = upgraded
         self.launch()
         return self.wait_ready(timeout)
 
@@ -313,12 +292,7 @@ class KafkaNode:
 
     def tails(self) -> str:
         """The last lines of server.log and of the JVM's own output, for an error message."""
-        parts = []
-        for path in (self.logs.server_log, self.directory / "stdout.log"):
-            if path.is_file():
-                lines = path.read_text(errors="replace").splitlines()[-_TAIL_LINES:]
-                parts.append(f"\n--- {path.name} (last {len(lines)} lines) ---\n" + "\n".join(lines))
-        return "".join(parts)
+        return log_tails(self.logs.server_log, self.directory / "stdout.log")
 
     def _probe(self) -> None:
         if self.roles.broker:
@@ -347,18 +321,3 @@ class KafkaNode:
             tls=self.options.jmx_tls,
             rmi_port=self.ports.jmx_rmi,
         )
-
-    def _close_stdout(self) -> None:
-        if self._stdout is not None:
-            self._stdout.close()
-            self._stdout = None
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a live process, from /proc (0 where there is none)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    # After the command name: state is field 3, utime and stime are fields 14 and 15 (man 5 proc).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

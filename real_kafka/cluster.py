@@ -1,6 +1,12 @@
-"""A real Kafka cluster of KRaft nodes on 127.0.0.1: one combined node (``process.roles=broker,controller``), or
-three (combined, or a controller and two brokers) for a rolling upgrade. Every port is free at start, every file
-under the given directory.
+"""A real Kafka cluster on 127.0.0.1: KRaft nodes (one combined node, ``process.roles=broker,controller``, or
+several: combined, or a controller beside brokers) or ZooKeeper-mode brokers beside a ZooKeeper server of their
+release's own (``zookeeper=True``, releases before 4.0). Every port is free at start, every file under the given
+directory.
+
+A ZooKeeper-mode cluster starts as an operator starts one: ZooKeeper first, then the SCRAM credentials written into
+it with ``kafka-configs --zookeeper`` (``kafka.admin.ConfigCommand``, which keeps ``--zookeeper`` for SCRAM users
+from 3.0 on exactly so that brokers can authenticate each other before any of them runs, KIP-554), then the
+brokers; it stops the other way round (a broker's controlled shutdown needs ZooKeeper).
 """
 
 from __future__ import annotations
@@ -16,8 +22,10 @@ from types import TracebackType
 from typing import Self
 
 from harness.ports import free_ports
-from real_kafka.broker import ClusterLayout, KafkaNode, NodeOptions, StartTiming
-from real_kafka.config import NodePorts, NodeRoles
+from real_kafka.broker import ClusterLayout, KafkaNode, NodeFailed, NodeOptions, StartTiming
+from real_kafka.config import SCRAM_MECHANISM, NodePorts, NodeRoles
+from real_kafka.distribution import distribution
+from real_kafka.zookeeper import ZooKeeperServer
 
 __all__ = ["KafkaCluster", "new_cluster_id", "start_clusters"]
 
@@ -46,15 +54,21 @@ class KafkaCluster:
         first_node_id: int = 1,
         options: NodeOptions | None = None,
         node_properties: Mapping[int, Mapping[str, str]] | None = None,
+        zookeeper: bool = False,
     ) -> None:
         """``nodes`` nodes of ``release``, numbered from ``first_node_id``; with ``separate_controller`` the first
-        one is a controller only and the others brokers only, otherwise every node is combined and a voter.
+        one is a controller only and the others brokers only, otherwise every node is combined and a voter. With
+        ``zookeeper`` every node is a ZooKeeper-mode broker and the cluster runs a ZooKeeper server.
         ``options`` hold for every node; ``node_properties`` (node id -> server.properties settings) add to or
         override ``options.extra_properties`` on the nodes they name only."""
         options = options or NodeOptions()
         if nodes < 1 or (separate_controller and nodes < 2):
             raise ValueError("a cluster needs a node, and a separate controller needs a broker beside it")
+        if zookeeper and separate_controller:
+            raise ValueError("a ZooKeeper-mode cluster has no KRaft controller: its controller is one of its brokers")
         self.directory = directory
+        self.scram_users = dict(options.scram_users)
+        self.zookeeper = ZooKeeperServer(directory / "zookeeper", release, free_ports(1)[0]) if zookeeper else None
         ids = list(range(first_node_id, first_node_id + nodes))
         node_properties = node_properties or {}
         strangers = sorted(set(node_properties) - set(ids))
@@ -71,7 +85,7 @@ class KafkaCluster:
         roles = {
             node_id: NodeRoles(
                 broker=not (separate_controller and node_id == ids[0]),
-                controller=not separate_controller or node_id == ids[0],
+                controller=not zookeeper and (not separate_controller or node_id == ids[0]),
             )
             for node_id in ids
         }
@@ -79,7 +93,12 @@ class KafkaCluster:
             node_id: self._ports(roles[node_id], with_metrics=options.jmx_exporter_rules is not None) for node_id in ids
         }
         voters = {node_id: port.controller for node_id, port in ports.items() if port.controller is not None}
-        layout = ClusterLayout(new_cluster_id(), voters, brokers=sum(role.broker for role in roles.values()))
+        layout = ClusterLayout(
+            new_cluster_id(),
+            voters,
+            brokers=sum(role.broker for role in roles.values()),
+            zookeeper_connect=self.zookeeper.connect if self.zookeeper is not None else None,
+        )
         self.nodes = {
             node_id: KafkaNode(
                 directory / f"node-{node_id}",
@@ -124,12 +143,59 @@ class KafkaCluster:
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM to every node at once, SIGKILL to those still running after ``timeout`` seconds. One node at a
-        time would hang: the last voters of a quorum whose majority is gone cannot finish a controlled shutdown."""
+        time would hang: the last voters of a quorum whose majority is gone cannot finish a controlled shutdown.
+        ZooKeeper last, once the brokers are gone."""
         for node in self.nodes.values():
             node.terminate()
         deadline = time.monotonic() + timeout
         for node in self.nodes.values():
             node.wait_stopped(max(0.0, deadline - time.monotonic()))
+        if self.zookeeper is not None:
+            self.zookeeper.terminate()
+            self.zookeeper.wait_stopped(10.0)
+
+    def start_zookeeper(self) -> None:
+        """ZooKeeper-mode only: start ZooKeeper and write the SCRAM users into it (the brokers' first start needs
+        both). ``start_clusters`` calls it."""
+        if self.zookeeper is None:
+            return
+        self.zookeeper.launch()
+        self.zookeeper.wait_ready()
+        first = next(iter(self.nodes.values()))
+        adding = [
+            (
+                user,
+                subprocess.Popen(
+                    [
+                        "java",
+                        "-Xshare:auto",
+                        "-XX:TieredStopAtLevel=1",
+                        "-cp",
+                        distribution(first.release).classpath,
+                        "kafka.admin.ConfigCommand",
+                        "--zookeeper",
+                        self.zookeeper.connect,
+                        "--alter",
+                        "--entity-type",
+                        "users",
+                        "--entity-name",
+                        user,
+                        "--add-config",
+                        f"{SCRAM_MECHANISM}=[password={password}]",
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                ),
+            )
+            for user, password in self.scram_users.items()
+        ]
+        for user, process in adding:
+            output, _ = process.communicate(timeout=120)
+            if process.returncode != 0:
+                # The command line holds the password: only the tool's own output is shown.
+                text = output.decode(errors="replace").strip()[-2000:]
+                raise NodeFailed(f"kafka-configs --zookeeper could not add SCRAM user {user!r}: {text}")
 
     def __enter__(self) -> Self:
         self.start()
@@ -145,8 +211,10 @@ def start_clusters(*clusters: KafkaCluster, timeout: float = 120.0) -> list[list
     """Start several clusters together: every node formatted in parallel, then every node launched (a quorum
     elects a leader only once a majority runs), then each waited for. On failure everything is stopped."""
     nodes = [node for cluster in clusters for node in cluster.nodes.values()]
-    formatting: list[tuple[KafkaNode, subprocess.Popen[bytes]]] = []
+    formatting: list[tuple[KafkaNode, subprocess.Popen[bytes] | None]] = []
     try:
+        for cluster in clusters:
+            cluster.start_zookeeper()
         formatting += [(node, node.begin_format()) for node in nodes]
         for node, process in formatting:
             node.finish_format(process)
@@ -155,7 +223,7 @@ def start_clusters(*clusters: KafkaCluster, timeout: float = 120.0) -> list[list
         return [[node.wait_ready(timeout) for node in cluster.nodes.values()] for cluster in clusters]
     except BaseException:
         for _, process in formatting:
-            if process.poll() is None:
+            if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
         for cluster in clusters:

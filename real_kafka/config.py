@@ -1,4 +1,5 @@
-"""A KRaft node's ``server.properties``: roles, a static controller quorum, listeners on 127.0.0.1 only.
+"""A node's ``server.properties``: a KRaft node's roles and static controller quorum, or a ZooKeeper-mode broker's
+``broker.id`` and ``zookeeper.connect``; listeners on 127.0.0.1 only.
 
 Listeners, each its own port: PLAINTEXT (brokers talk to each other on it too), SASL_SSL with SCRAM-SHA-512 when the
 node has a certificate (a PEM key store, given inline so an unencrypted key needs no key password), CONTROLLER
@@ -56,9 +57,12 @@ def server_properties(
     brokers: int,
     tls: BrokerTls | None,
     extra: Mapping[str, str] | None = None,
+    zookeeper_connect: str | None = None,
 ) -> str:
     """The file's text. ``voters`` maps each controller's node id to its CONTROLLER port; ``brokers`` is the
-    cluster's broker count (internal topics are replicated up to 3)."""
+    cluster's broker count (internal topics are replicated up to 3). With ``zookeeper_connect`` the node is a
+    ZooKeeper-mode broker (``broker.id``, no roles, no quorum): ``roles`` must be a broker's only and ``voters``
+    empty."""
     listeners: dict[str, int | None] = {}
     if roles.broker:
         listeners["PLAINTEXT"] = ports.plaintext
@@ -71,35 +75,50 @@ def server_properties(
         raise ValueError(f"node {node_id} has no port for {', '.join(missing)}")
     advertised = {name: port for name, port in listeners.items() if name != "CONTROLLER"}
     replication = min(3, brokers)
-    settings: dict[str, str] = {
-        "process.roles": roles.process_roles,
-        "node.id": str(node_id),
-        "controller.quorum.voters": ",".join(f"{voter}@127.0.0.1:{port}" for voter, port in sorted(voters.items())),
-        "controller.listener.names": "CONTROLLER",
+    settings: dict[str, str]
+    if zookeeper_connect is not None:
+        if roles.controller or voters:
+            raise ValueError(f"node {node_id}: a ZooKeeper-mode broker has no KRaft controller role nor voters")
+        # The ZooKeeper-mode controller is elected among the brokers and talks to them on the inter-broker listener.
+        settings = {"broker.id": str(node_id), "zookeeper.connect": zookeeper_connect}
+    else:
+        settings = {
+            "process.roles": roles.process_roles,
+            "node.id": str(node_id),
+            "controller.quorum.voters": ",".join(f"{voter}@127.0.0.1:{port}" for voter, port in sorted(voters.items())),
+            "controller.listener.names": "CONTROLLER",
+        }
+    settings |= {
         "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items()),
         "listener.security.protocol.map": ",".join(
             f"{name}:{protocol}"
             for name, protocol in (("PLAINTEXT", "PLAINTEXT"), ("SASL_SSL", "SASL_SSL"), ("CONTROLLER", "PLAINTEXT"))
+            if zookeeper_connect is None or name != "CONTROLLER"
         ),
         "log.dirs": str(data_dir),
         "num.partitions": "1",
         "offsets.topic.replication.factor": str(replication),
         "transaction.state.log.replication.factor": str(replication),
         "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": str(replication),
-        "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
         # A test's broker has little to do: fewer threads start faster and use less memory.
         "num.io.threads": "2",
         "num.recovery.threads.per.data.dir": "1",
         "background.threads": "2",
     }
+    if zookeeper_connect is None:
+        # Share groups (KIP-932) are 4.x and KRaft only; a ZooKeeper-mode release would log them as unknown.
+        settings |= {
+            "share.coordinator.state.topic.replication.factor": str(replication),
+            "share.coordinator.state.topic.min.isr": "1",
+        }
     if roles.broker:
         settings["advertised.listeners"] = ",".join(f"{name}://127.0.0.1:{port}" for name, port in advertised.items())
         settings["inter.broker.listener.name"] = "PLAINTEXT"
     if roles.broker and tls is not None:
         chain = _one_line_pem(tls.cert_file.read_text())
         key = _one_line_pem(tls.key_file.read_text())
+        # PEM key stores are read from 2.7 on (KIP-651), so by every release fetched here.
         settings |= {
             "sasl.enabled.mechanisms": SCRAM_MECHANISM,
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "KRAFT_RELEASES",
     "RELEASES",
+    "ZOOKEEPER_RELEASES",
     "Distribution",
     "DistributionMissing",
     "distribution",
@@ -19,8 +21,16 @@ __all__ = [
     "tools_dir",
 ]
 
-#: The releases the set-up fetches, oldest first: the newest 3.9.x and the newest 4.x Maven Central serves.
-RELEASES = ("3.9.2", "4.4.0")
+#: The releases the set-up fetches, oldest first. 2.8.2, 3.3.2 and 3.7.2 run in ZooKeeper mode only here: 2.8 is
+#: the oldest line users on the road to 4.x still run (ZooKeeper mode only; its KRaft was an early-access preview),
+#: 3.3 the line KRaft became production-ready in (most clusters of it still run ZooKeeper), 3.7 the last before 3.8
+#: and the first of these with the AddPartitionsToTxn verification channel. 3.9.2, the newest 3.9.x, runs in both
+#: modes (the migration's release); 4.4.0, the newest 4.x Maven Central serves, in KRaft mode only.
+RELEASES = ("2.8.2", "3.3.2", "3.7.2", "3.9.2", "4.4.0")
+#: The releases started in KRaft mode here (3.3 to 3.8 could be too, but users leave ZooKeeper on 3.9).
+KRAFT_RELEASES = ("3.9.2", "4.4.0")
+#: The releases started in ZooKeeper mode here: every release before 4.0 (KIP-833 removed ZooKeeper mode in 4.0).
+ZOOKEEPER_RELEASES = tuple(release for release in RELEASES if int(release.split(".", 1)[0]) < 4)
 LEGACY_CLIENTS = ("0.10.1.1", "0.10.2.2", "2.8.2")
 JMX_EXPORTER_JAR = "jmx_prometheus_javaagent-1.0.1.jar"
 _FRAGMENT = "scripts/setup.d/15-kafka-jars.sh"
@@ -47,6 +57,16 @@ class Distribution:
     @property
     def major(self) -> int:
         return int(self.release.split(".", 1)[0])
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        """Whether this release can run in ZooKeeper mode (every release before 4.0)."""
+        return self.release in ZOOKEEPER_RELEASES
+
+    @property
+    def kraft_mode(self) -> bool:
+        """Whether this release is started in KRaft mode here."""
+        return self.release in KRAFT_RELEASES
 
     @property
     def log4j2(self) -> bool:

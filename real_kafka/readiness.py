@@ -4,7 +4,8 @@ and is unfenced, i.e. when clients can use it.
 
 The probe introduces itself (ApiVersions v3) as ``real-kafka-probe``, so the broker's KIP-511 gauge for it (left
 at 0 after the probe closes: Kafka keeps zero-valued gauges) names it instead of adding to ``unknown``. Metadata is
-sent at v12, which 3.9 does not count as deprecated (v0-v3 are, KIP-896) and 4.x still serves.
+sent at v12, which 3.9 does not count as deprecated (v0-v3 are, KIP-896) and 4.x still serves, or at the broker's
+newest when it is older (2.8 serves up to v11).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ PROBE_SOFTWARE_NAME = "real-kafka-probe"
 PROBE_SOFTWARE_VERSION = "1.0"
 _API_VERSIONS = 3
 _METADATA = 12
+_METADATA_KEY = 3
 
 
 class NotReady(Exception):
@@ -42,12 +44,14 @@ def probe(port: int, node_id: int | None, timeout: float = 2.0) -> None:
                 raise NotReady(f"ApiVersions error {versions.error_code}")
             if node_id is None:
                 return
+            newest = max((api.max_version for api in versions.api_keys if api.api_key == _METADATA_KEY), default=0)
+            version = min(_METADATA, newest)
             frame = connection.request(
-                MetadataRequest(version=_METADATA, topics=[], allow_auto_topic_creation=False),
+                MetadataRequest(version=version, topics=[], allow_auto_topic_creation=False),
                 correlation_id=2,
                 client_id=PROBE_SOFTWARE_NAME,
             )
-            metadata = MetadataResponse.decode(frame, version=_METADATA, header=True, framed=True)
+            metadata = MetadataResponse.decode(frame, version=version, header=True, framed=True)
     except OSError as exc:  # refused, reset, closed (ConnectionError) and timed out alike
         raise NotReady(f"127.0.0.1:{port}: {exc}") from exc
     listed = {broker.node_id for broker in metadata.brokers}

@@ -1,7 +1,8 @@
 # Kafka's jars from Maven Central, one closure per module of scripts/maven/pom.xml, into the git-ignored .tools/:
 # - .tools/kafka-clients: kafka-clients 4.3.0 and 3.9.0, slf4j-api, Jackson (harness/kafka_jars.py: the broker
 #   double's JMX host, the Java clients, the ApiVersions and request-log oracles);
-# - .tools/kafka/<release>/libs: real brokers and their admin tools, 3.9.2 and 4.4.0 (real_kafka/distribution.py);
+# - .tools/kafka/<release>/libs: real brokers and their admin tools: 2.8.2, 3.3.2 and 3.7.2 (ZooKeeper mode, with
+#   the ZooKeeper their closure brings), 3.9.2 (ZooKeeper or KRaft mode) and 4.4.0 (real_kafka/distribution.py);
 # - .tools/kafka-clients-legacy/<version>: real 0.10.1.1, 0.10.2.2 and 2.8.2 Java clients;
 # - .tools/jmx-exporter: the Prometheus JMX exporter javaagent.
 # A closure is fetched again only when its folder lacks the stamp written after a successful fetch of the module's
@@ -11,6 +12,9 @@ kafka_jars_tools=$PWD/.tools
 kafka_jars_modules=(
   # module            folder it fills (emptied first: a version change must not leave the old jar on a class path)
   "kafka-clients      kafka-clients"
+  "kafka-2.8.2        kafka/2.8.2/libs"
+  "kafka-3.3.2        kafka/3.3.2/libs"
+  "kafka-3.7.2        kafka/3.7.2/libs"
   "kafka-3.9.2        kafka/3.9.2/libs"
   "kafka-4.4.0        kafka/4.4.0/libs"
   "legacy-0.10.1.1    kafka-clients-legacy/0.10.1.1"

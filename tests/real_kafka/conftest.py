@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.exporter_process import cluster_entry, running_exporter, write_config
 from harness.ports import free_port
-from real_kafka import RELEASES, BrokerTls, JmxAuth, KafkaCluster, KafkaNode, NodeOptions, start_clusters
+from real_kafka import KRAFT_RELEASES, BrokerTls, JmxAuth, KafkaCluster, KafkaNode, NodeOptions, start_clusters
 from tests.support.tls_material import BrokerTlsMaterial
 from tests.support.waiting import wait_for
 
@@ -124,7 +124,7 @@ def real_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealBroke
                 request_log_copy=True,
             ),
         )
-        for release in RELEASES
+        for release in KRAFT_RELEASES
     }
     start_clusters(*clusters.values())
     try:
@@ -145,7 +145,7 @@ def exporter_config(
         node = brokers.node(release)
         return brokers.cluster_name(release), {node.node_id: node.jmx_url}, brokers.clusters[release].bootstrap()
 
-    first, *others = RELEASES
+    first, *others = KRAFT_RELEASES
     return write_config(
         path,
         *cluster_of(first),

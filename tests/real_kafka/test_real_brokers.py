@@ -19,7 +19,7 @@ import pytest
 from exporter import __version__
 from harness.clients import ClientKind, start_client
 from harness.exporter_process import checkout_env
-from real_kafka import RELEASES
+from real_kafka import KRAFT_RELEASES
 from real_kafka.readiness import PROBE_SOFTWARE_NAME
 from tests.real_kafka.conftest import (
     INTERVAL_SECONDS,
@@ -63,7 +63,7 @@ def recorded_identities(brokers: RealBrokers, release: str) -> set[tuple[str, st
     return identities
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_kcat_appears_as_the_broker_records_it_and_goes_within_a_cycle(
     real_brokers: RealBrokers, exporter: str, release: str
 ) -> None:
@@ -137,7 +137,7 @@ def test_client_on_the_sasl_ssl_listener_appears_under_it(
         )
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_brokers_own_connections_and_the_exporters(real_brokers: RealBrokers, exporter: str, release: str) -> None:
     node = real_brokers.node(release)
     broker = str(node.node_id)
@@ -160,7 +160,7 @@ def test_brokers_own_connections_and_the_exporters(real_brokers: RealBrokers, ex
 def test_release_inferred_from_each_brokers_real_api_versions(real_brokers: RealBrokers, exporter: str) -> None:
     series = scrape(exporter)
     page = tables_of(get(f"{exporter}/"))
-    for release in RELEASES:
+    for release in KRAFT_RELEASES:
         node = real_brokers.node(release)
         cluster = real_brokers.cluster_name(release)
         info = samples(series, "kafka_broker_release_info", kafka_cluster=cluster, broker=str(node.node_id))
@@ -178,7 +178,7 @@ def test_advertised_api_versions_are_the_brokers_own(real_brokers: RealBrokers, 
         "3.9.2": {"ApiVersions": (0, 4), "Produce": (0, 11)},
         "4.4.0": {"ApiVersions": (0, 5), "Produce": (0, 13)},
     }
-    for release in RELEASES:
+    for release in KRAFT_RELEASES:
         match = {"kafka_cluster": real_brokers.cluster_name(release), "broker": str(real_brokers.node(release).node_id)}
         for api, (low, high) in expected[release].items():
             assert list(samples(series, "kafka_broker_api_version_min", api=api, **match).values()) == [low], (
@@ -193,7 +193,7 @@ def test_advertised_api_versions_are_the_brokers_own(real_brokers: RealBrokers, 
 
 def test_jmx_with_the_password_reads_both_brokers(real_brokers: RealBrokers, exporter: str) -> None:
     series = scrape(exporter)
-    for release in RELEASES:
+    for release in KRAFT_RELEASES:
         match = {"kafka_cluster": real_brokers.cluster_name(release), "broker": str(real_brokers.node(release).node_id)}
         assert list(samples(series, "kafka_client_exporter_up", source="jmx", **match).values()) == [1], release
 
@@ -213,7 +213,7 @@ def test_wrong_jmx_password_is_an_authentication_error(real_brokers: RealBrokers
     )
     # Every broker's JMX failed, but its ApiVersions did not: not every poll failed.
     assert run.returncode == 0, run.stderr
-    for release in RELEASES:
+    for release in KRAFT_RELEASES:
         node = real_brokers.node(release)
         cluster = real_brokers.cluster_name(release)
         labels = f'broker="{node.node_id}",kafka_cluster="{cluster}"'

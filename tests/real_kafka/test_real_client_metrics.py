@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 
-from real_kafka import RELEASES
+from real_kafka import KRAFT_RELEASES
 from tests.real_kafka.conftest import RealBrokers, get, samples, scrape
 from tests.real_kafka.own_brokers import admin_client
 from tests.support.waiting import wait_for
@@ -77,7 +77,7 @@ def api_document(base: str, cluster: str) -> dict[str, Any]:
     return document
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_a_subscription_made_with_the_admin_api_is_listed_described_changed_and_gone(
     real_brokers: RealBrokers, exporter: str, release: str
 ) -> None:
@@ -129,7 +129,7 @@ def test_a_subscription_made_with_the_admin_api_is_listed_described_changed_and_
 
 
 def test_a_subscription_on_one_cluster_is_not_shown_on_the_other(real_brokers: RealBrokers, exporter: str) -> None:
-    first, second = RELEASES
+    first, second = KRAFT_RELEASES
     name = "kce-real-cm-only-on-one"
     with subscription(real_brokers, first, name, {"metrics": "*", "interval.ms": "60000"}):
         wait_for(

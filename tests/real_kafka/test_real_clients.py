@@ -36,7 +36,7 @@ from harness.clients import (
     missing_reason,
     start_client,
 )
-from real_kafka import RELEASES
+from real_kafka import KRAFT_RELEASES
 from tests.real_kafka.conftest import INTERVAL_SECONDS, RealBrokers, api_clients, samples, scrape
 from tests.support.waiting import wait_for
 
@@ -80,7 +80,7 @@ class Case:
 
 def _cases() -> list[Case]:
     cases = []
-    for release in RELEASES:
+    for release in KRAFT_RELEASES:
         cases += [
             Case(release, ClientKind.KCAT),
             Case(release, ClientKind.CONFLUENT),
@@ -316,7 +316,7 @@ def observed(real_brokers: RealBrokers, exporter: str) -> Iterator[dict[Case, Ob
         # Both brokers' clients of a wave at once: each broker is its own series.
         threads = [
             threading.Thread(target=run, args=([case for case in wave if case.release == release],))
-            for release in RELEASES
+            for release in KRAFT_RELEASES
             if any(case.release == release for case in wave)
         ]
         for thread in threads:

@@ -36,7 +36,7 @@ from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.specs import ListenerTls
-from real_kafka import RELEASES
+from real_kafka import KRAFT_RELEASES
 from tests.real_kafka.conftest import JMX_PASSWORD, JMX_USER, SCRAM_PASSWORD, SCRAM_USER, RealBrokers
 from tests.support.waiting import wait_for
 
@@ -113,7 +113,7 @@ def doubles(real_brokers: RealBrokers, mbean_host: MBeanHost) -> Iterator[dict[s
                     sasl_users={SCRAM_USER: SCRAM_PASSWORD},
                 )
             )
-            for release in RELEASES
+            for release in KRAFT_RELEASES
         }
         yield clusters
 
@@ -131,7 +131,7 @@ def sides(real_brokers: RealBrokers, doubles: dict[str, DoubleCluster], release:
 def connected(real_brokers: RealBrokers, doubles: dict[str, DoubleCluster]) -> Iterator[dict[str, dict[str, Side]]]:
     """On every broker, real and double: kcat with a chosen identity on PLAINTEXT, kafka-python over SASL_SSL, and a
     raw connection that announces itself and sends DescribeConfigs v0 once; all open for the module."""
-    by_release = {release: sides(real_brokers, doubles, release) for release in RELEASES}
+    by_release = {release: sides(real_brokers, doubles, release) for release in KRAFT_RELEASES}
     clients: list[RealClient] = []
     legacy: list[RawConnection] = []
     sasl_ssl = {
@@ -226,7 +226,7 @@ def deprecated_meters(beans: list[tuple[str, str, Any]]) -> dict[tuple[tuple[str
     }
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_client_gauges_have_the_same_object_names(connected: dict[str, dict[str, Side]], release: str) -> None:
     pair = connected[release]
 
@@ -244,7 +244,7 @@ def test_client_gauges_have_the_same_object_names(connected: dict[str, dict[str,
     }
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_the_cipher_gauge_is_the_same(connected: dict[str, dict[str, Side]], release: str) -> None:
     pair = connected[release]
     real, emulated = cipher_gauges(dump(pair["real"])), cipher_gauges(dump(pair["double"]))
@@ -254,7 +254,7 @@ def test_the_cipher_gauge_is_the_same(connected: dict[str, dict[str, Side]], rel
     assert listener == "SASL_SSL" and protocol.startswith("TLSv") and re.fullmatch(r"TLS_[A-Z0-9_]+", cipher)
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_deprecated_requests_meters_have_the_same_tags(connected: dict[str, dict[str, Side]], release: str) -> None:
     pair = connected[release]
     real, emulated = deprecated_meters(dump(pair["real"])), deprecated_meters(dump(pair["double"]))
@@ -307,7 +307,7 @@ def features(response: ApiVersionsResponse) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.parametrize("version", [3, 4])
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_api_versions_answers_are_the_same(
     real_brokers: RealBrokers, doubles: dict[str, DoubleCluster], release: str, version: int
 ) -> None:

@@ -27,7 +27,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from harness.clients import ClientKind, ExpectedIdentity, RealClient, start_client
 from harness.raw_client import RawConnection
-from real_kafka import RELEASES
+from real_kafka import KRAFT_RELEASES
 from tests.real_kafka.conftest import RealBrokers, api_clients, exporter_config, get, samples, scrape, serving
 from tests.support.inventory_command import run_inventory
 from tests.support.status_page import tables_of
@@ -138,7 +138,7 @@ def roll_request_log(brokers: RealBrokers, release: str) -> None:
 
 
 def inventory(output: Path, brokers: RealBrokers) -> Run:
-    inputs = [str(brokers.node(release).logs.directory) for release in RELEASES]
+    inputs = [str(brokers.node(release).logs.directory) for release in KRAFT_RELEASES]
     done = run_inventory("--incremental", "--input", *inputs, "--output", str(output), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     current = output / "current"
@@ -190,11 +190,11 @@ def scenario(real_brokers: RealBrokers, tmp_path_factory: pytest.TempPathFactory
             ),
         ]
         driven.append(auto_create_a_topic(real_brokers, "4.4.0"))
-        for release in RELEASES:
+        for release in KRAFT_RELEASES:
             roll_request_log(real_brokers, release)
         rolled = {
             release: files_with(real_brokers, release, {d.client_id for d in driven if d.release == release})
-            for release in RELEASES
+            for release in KRAFT_RELEASES
         }
         output = tmp_path_factory.mktemp("real-inventory") / "inventory"
         yield Scenario(real_brokers, output, driven, live, rolled, inventory(output, real_brokers))
@@ -252,7 +252,7 @@ def test_the_log_at_one_line_per_connection_names_each_client_alike(scenario: Sc
     """Each broker also writes the identities + INFO log broker-config/ ships, from the same requests: read alone,
     it names every driven client (SCRAM user alice on SASL_SSL, ANONYMOUS on PLAINTEXT, on 3.9.2's log4j 1 and 4.4.0's
     log4j2) with the identity the full DEBUG log gives."""
-    copies = [str(scenario.brokers.node(release).logs.copy_directory) for release in RELEASES]
+    copies = [str(scenario.brokers.node(release).logs.copy_directory) for release in KRAFT_RELEASES]
     output = tmp_path / "filtered"
     done = run_inventory("--input", *copies, "--output", str(output), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -289,7 +289,7 @@ def test_the_rolled_request_logs_are_read(scenario: Scenario) -> None:
     summary = scenario.first.summary
     assert summary["files"]["read"] == summary["files"]["listed"]
     assert summary["unreadable"] == []
-    for release in RELEASES:
+    for release in KRAFT_RELEASES:
         node = scenario.brokers.node(release)
         read = {
             Path(entry["path"].removeprefix("file:")).name

@@ -18,7 +18,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
 from harness.raw_client import RawConnection
-from real_kafka import RELEASES
+from real_kafka import KRAFT_RELEASES
 from tests.real_kafka.conftest import RealBrokers
 from tests.support import request_log_fixtures as fx
 from tests.support.waiting import wait_for
@@ -47,7 +47,7 @@ def logged(brokers: RealBrokers, release: str, client_id: str, count: int) -> li
     return lines()
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_a_connections_lines_as_the_broker_writes_them(real_brokers: RealBrokers, release: str) -> None:
     port = port_of(real_brokers, release)
     client_id = f"request-log-lines-{uuid.uuid4().hex[:8]}"
