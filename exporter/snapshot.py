@@ -80,6 +80,11 @@ class JmxReading:
     channels: tuple[ChannelConnections, ...] = ()
     channels_read: bool = False
     release: str | None = None  # the broker's exact version (app-info), which names its channels' software version
+    # Which node is the cluster's active controller, as this node says: whether it is the ZooKeeper-mode controller
+    # (kafka.controller ActiveControllerCount; on KRaft controllers too) and the KRaft quorum's leader it knows of
+    # (raft-metrics current-leader). None: not said (no such MBean, or no leader known).
+    active_controller: bool | None = None
+    quorum_leader: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,8 @@ class BrokerListeners:
     inter_broker: str
     controller: str | None
     replica_fetchers: int
+    # ZooKeeper mode: where the controller's channels land (control.plane.listener.name, KIP-291), when one is set.
+    control_plane: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,10 @@ like any client's. Each broker also says, in its own selector metrics, how many 
 holds; the channel's kind says under which software name and version the destination counts them, and the broker's
 DescribeConfigs which listener they land on. The account matches the two, never guessing:
 
-- a channel whose destination Kafka names (replica fetchers: `broker-id`) is matched per broker and listener;
+- a channel whose destination Kafka names (replica fetchers, the ZooKeeper-mode controller's channels:
+  `broker-id`) is matched per broker and listener, and so is one that goes to the active controller (forwarding,
+  heartbeats, AlterPartition ...) when the readings agree on which node that is (the ZooKeeper-mode controller's
+  ActiveControllerCount, the KRaft quorum's leader);
 - one whose destination it does not name is matched per cluster and listener. Its NetworkClient holds at most one
   connection per node, so a broker can hold at most one per such channel and holder: whatever exceeds that on a
   broker is a client's for certain, the rest of the cluster's excess is certain but placed on no broker;
@@ -26,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from exporter.kafka_releases.broker_channels import BY_NAME, CHANNELS, UNKNOWN_SOFTWARE, Towards
+from exporter.policy.versions import parse_version
 from exporter.snapshot import (
     BrokerFacts,
     BrokerListenerOwn,
@@ -87,51 +91,92 @@ class _Holder:
 @dataclass(frozen=True, slots=True)
 class _Doubt:
     """How many `unknown` connections an unread broker's channels can hold towards one broker: `default`, or
-    `per_destination` where its replica fetchers were read; None: no bound is known."""
+    `per_destination` where its replica fetchers were read; None: no bound is known. `to_controller` more towards
+    the active controller (`controller`; any broker when it is not known): a ZooKeeper-mode broker's
+    controlled-shutdown channel."""
 
     default: int | None
     per_destination: Mapping[str, int]
+    to_controller: int = 0
+    controller: str | None = None
 
     def towards(self, broker: str) -> int | None:
-        return self.per_destination.get(broker, self.default)
+        cap = self.per_destination.get(broker, self.default)
+        if cap is None:
+            return None
+        return cap + (self.to_controller if self.controller in (None, broker) else 0)
 
 
 def _listener(holder: _Holder, towards: Towards) -> str | None:
+    """The listener of the destination a holder's channel lands on (see Towards)."""
     assert holder.facts is not None and holder.facts.listeners is not None
     listeners = holder.facts.listeners
-    return listeners.inter_broker if towards is Towards.INTER_BROKER else listeners.controller
+    if towards is Towards.INTER_BROKER:
+        return listeners.inter_broker
+    if towards is Towards.CONTROLLER and listeners.controller is not None:
+        return listeners.controller
+    # A ZooKeeper-mode holder: its controller is a broker, reached on the control-plane or inter-broker listener.
+    return listeners.control_plane or listeners.inter_broker
+
+
+def active_controller(readings: Mapping[str, JmxReading | None]) -> str | None:
+    """The node the cluster's controller-bound channels go to, when the readings agree on one: the KRaft quorum's
+    leader as every node that knows one says it, else the one broker that says it is the ZooKeeper-mode
+    controller. None when they disagree (an election between two reads) or say nothing."""
+    leaders = {r.quorum_leader for r in readings.values() if r is not None and r.quorum_leader is not None}
+    if leaders:
+        return str(leaders.pop()) if len(leaders) == 1 else None
+    active = [broker for broker, r in readings.items() if r is not None and r.active_controller]
+    return active[0] if len(active) == 1 else None
 
 
 def _unnamed_unknown_channels(release: str | None) -> int:
     """Inter-broker channels without a named destination that are counted as `unknown` in `release` (in any
-    release, when it is not known): each holds at most one connection per broker."""
+    release, when it is not known): each holds at most one connection per broker (those to the active controller
+    are reckoned apart, see _Doubt)."""
     return sum(
         1
         for channel in CHANNELS
         if channel.destination_tag is None
+        and not channel.to_active_controller
         and channel.towards is Towards.INTER_BROKER
         and (release is None or channel.appears_as(release) == UNKNOWN_SOFTWARE)
     )
 
 
-def _doubt(holder: _Holder) -> _Doubt:
+def _may_be_zookeeper_mode(release: str | None, facts: BrokerFacts | None) -> bool:
+    """Whether a broker may run in ZooKeeper mode, be its controller and hold the controller's channel to every
+    broker: a release before 4.0 (or one not known) without a KRaft controller listener (a KRaft node, or a
+    ZooKeeper-mode broker in migration, whose controller is then the KRaft quorum's)."""
+    if facts is not None and facts.listeners is not None and facts.listeners.controller is not None:
+        return False
+    parsed = parse_version(release) if release is not None else None
+    return parsed is None or parsed.release[0] < 4
+
+
+def _doubt(holder: _Holder, controller: str | None, broker: str) -> _Doubt:
     """What an unread broker may put on other brokers' gauges as `unknown`: what it was read to hold, when its JMX
     answered but its release or listeners are not known; else one connection per replica fetcher thread (from
-    DescribeConfigs) and per marker-like channel; no bound without either."""
+    DescribeConfigs), per marker-like channel and, when it may be the ZooKeeper-mode controller (`controller`: the
+    active one, when known), its channel to each broker; no bound without either. A ZooKeeper-mode broker may also
+    hold its controlled-shutdown connection to the controller."""
     facts, reading = holder.facts, holder.reading
     release = reading.release if reading is not None else None
     if release is None and facts is not None and facts.inferred_release != "unknown":
         release = facts.inferred_release
     unnamed = _unnamed_unknown_channels(release)
+    zookeeper_mode = _may_be_zookeeper_mode(release, facts)
+    to_controller = 1 if zookeeper_mode else 0
     if reading is not None and reading.channels_read:
-        fetchers: dict[str, int] = defaultdict(int)
+        named: dict[str, int] = defaultdict(int)
         for channel in reading.channels:
             if channel.destination_broker is not None:
-                fetchers[channel.destination_broker] += channel.connections
-        return _Doubt(unnamed, {broker: n + unnamed for broker, n in fetchers.items()})
+                named[channel.destination_broker] += channel.connections
+        return _Doubt(unnamed, {to: n + unnamed for to, n in named.items()}, to_controller, controller)
     if facts is None or facts.listeners is None:
         return _Doubt(None, {})
-    return _Doubt(facts.listeners.replica_fetchers + unnamed, {})
+    controls = 1 if zookeeper_mode and controller in (None, broker) else 0
+    return _Doubt(facts.listeners.replica_fetchers + unnamed + controls, {}, to_controller, controller)
 
 
 def _apportion(total: int, shares: list[ChannelShare]) -> tuple[ChannelShare, ...]:
@@ -194,6 +239,7 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
                     client.connections
                 )
     unread = tuple(broker for broker, holder in holders.items() if not holder.read)
+    controller = active_controller(readings)
     for broker, holder in holders.items():
         if not holder.read:
             continue
@@ -207,12 +253,20 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
             if listener is None:
                 continue
             landing = landings[(listener, *spec.appears_as(release))]
-            share = ChannelShare(channel.channel, broker, channel.connections)
-            if channel.destination_broker is not None:
-                landing.exact[channel.destination_broker].append(share)
-            else:
+            destination = channel.destination_broker
+            connections = channel.connections
+            if destination is None and controller is not None and controller != broker and spec.quorum:
+                # One to the leader, placed; any other (to another voter) stays unplaced.
+                landing.exact[controller].append(ChannelShare(channel.channel, broker, 1))
+                connections -= 1
+            elif destination is None and spec.to_active_controller:
+                destination = controller
+            share = ChannelShare(channel.channel, broker, connections)
+            if destination is not None:
+                landing.exact[destination].append(share)
+            elif connections:
                 landing.unnamed.append(share)
-    doubts = [_doubt(holders[broker]) for broker in unread]
+    doubts = [_doubt(holders[broker], controller, broker) for broker in unread]
     gauges_unread = sum(1 for reading in readings.values() if reading is None)
     by_broker: list[BrokerListenerOwn] = []
     by_listener: list[ListenerOwn] = []

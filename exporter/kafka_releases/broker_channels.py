@@ -22,7 +22,13 @@ class Towards(StrEnum):
     """Which listener of the destination a channel connects to (each broker says its names in DescribeConfigs)."""
 
     INTER_BROKER = "inter_broker"  # inter.broker.listener.name (or security.inter.broker.protocol)
-    CONTROLLER = "controller"  # the first of controller.listener.names
+    # The active controller: a KRaft holder's first of controller.listener.names; a ZooKeeper-mode holder's
+    # controller is a broker, reached on control.plane.listener.name or else the inter-broker listener
+    # (MetadataCacheControllerNodeProvider).
+    CONTROLLER = "controller"
+    # From a ZooKeeper-mode controller to every broker: control.plane.listener.name, else the inter-broker listener
+    # (ControllerChannelManager).
+    CONTROL_PLANE = "control_plane"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,12 @@ class BrokerChannel:
     #: docs/kafka-facts/brokers-own-connections.md#client-ids-in-the-request-log); None where it could be a client's
     #: too (the controller channels send the bare node id).
     client_id: str | None = None
+    #: Whether its connection goes to the cluster's active controller, the one node at a time (the ZooKeeper-mode
+    #: controller broker, or the KRaft quorum's leader): then it is placed on that node when the readings say which.
+    to_active_controller: bool = False
+    #: The KRaft quorum's channel: a node other than the leader holds one connection to the leader (observers fetch
+    #: from it, followers too) and may hold others to voters (votes, a former leader); the leader's go to voters.
+    quorum: bool = False
 
     def appears_as(self, holder_version: str) -> tuple[str, str]:
         """The (software name, version) the destination's gauges count this channel's connections under."""
@@ -69,21 +81,50 @@ CHANNELS: tuple[BrokerChannel, ...] = (
         names_itself_from="4.2.1",
         client_id=r"broker-\d+-txn-marker-sender",
     ),
+    # From 3.6.0; it sends ApiVersions from 3.7.1 on (047cbe7a2db on the 3.7 branch), in both modes.
     BrokerChannel(
         "AddPartitionsManager-channel",
         "AddPartitionsToTxn verification",
         Towards.INTER_BROKER,
-        client_id=r"AddPartitionsManager-client-\d+",
+        names_itself_from="3.7.1",
+        client_id=r"AddPartitionsManager-client--?\d+",
     ),
     BrokerChannel("Persister-channel", "share-group state persister", Towards.INTER_BROKER),
     BrokerChannel("NetworkPartitionMetadataClient-channel", "share-group partition offsets", Towards.INTER_BROKER),
     BrokerChannel("ShareGroupDLQManager-channel", "share-group dead-letter queue", Towards.INTER_BROKER),
-    BrokerChannel("raft-channel", "KRaft quorum", Towards.CONTROLLER, client_id=r"raft-client-\d+"),
-    BrokerChannel("forwarding", "request forwarding to the controller", Towards.CONTROLLER),
-    BrokerChannel("heartbeat", "broker heartbeats and registration", Towards.CONTROLLER),
-    BrokerChannel("registration", "controller registration (KIP-919)", Towards.CONTROLLER),
-    BrokerChannel("alter-partition", "AlterPartition (ISR changes)", Towards.CONTROLLER),
-    BrokerChannel("directory-assignments", "log directory assignments", Towards.CONTROLLER),
+    BrokerChannel("raft-channel", "KRaft quorum", Towards.CONTROLLER, client_id=r"raft-client-\d+", quorum=True),
+    BrokerChannel("forwarding", "request forwarding to the controller", Towards.CONTROLLER, to_active_controller=True),
+    BrokerChannel("heartbeat", "broker heartbeats and registration", Towards.CONTROLLER, to_active_controller=True),
+    BrokerChannel("registration", "controller registration (KIP-919)", Towards.CONTROLLER, to_active_controller=True),
+    BrokerChannel("alter-partition", "AlterPartition (ISR changes)", Towards.CONTROLLER, to_active_controller=True),
+    BrokerChannel("directory-assignments", "log directory assignments", Towards.CONTROLLER, to_active_controller=True),
+    # ZooKeeper mode (2.8 to 3.9; docs/kafka-facts/brokers-own-connections.md#zookeeper-mode). The controller's
+    # channel to each live broker, itself included, never sends ApiVersions.
+    BrokerChannel(
+        "controller-channel",
+        "ZooKeeper-mode controller to brokers",
+        Towards.CONTROL_PLANE,
+        destination_tag="broker-id",
+        names_itself_from=None,
+    ),
+    # Built only while the broker shuts down, to ask the controller to move its leaderships away; always on the
+    # inter-broker listener, never the control plane's.
+    BrokerChannel(
+        "kafka-server-controlled-shutdown",
+        "controlled shutdown",
+        Towards.INTER_BROKER,
+        names_itself_from=None,
+        to_active_controller=True,
+    ),
+    # The ISR channel before it was named alter-partition in 3.5: alterIsrChannel (2.7-2.8), alterIsr (3.0-3.1),
+    # alterPartition (3.2-3.4).
+    BrokerChannel("alterIsrChannel", "AlterIsr (ISR changes)", Towards.CONTROLLER, to_active_controller=True),
+    BrokerChannel("alterIsr", "AlterIsr (ISR changes)", Towards.CONTROLLER, to_active_controller=True),
+    BrokerChannel("alterPartition", "AlterPartition (ISR changes)", Towards.CONTROLLER, to_active_controller=True),
+    # A ZooKeeper-mode broker's registration and heartbeats to the KRaft controller during the migration (3.4+).
+    BrokerChannel(
+        "quorum", "migration heartbeats to the KRaft controller", Towards.CONTROLLER, to_active_controller=True
+    ),
 )
 BY_NAME: dict[str, BrokerChannel] = {channel.name: channel for channel in CHANNELS}
 

@@ -35,6 +35,7 @@ LISTENER_KEYS = [
     "inter.broker.listener.name",
     "security.inter.broker.protocol",
     "controller.listener.names",
+    "control.plane.listener.name",
     "num.replica.fetchers",
 ]
 SUBSCRIPTION_KEYS = ["metrics", "interval.ms", "match"]
@@ -220,4 +221,4 @@ async def read_broker_listeners(manager: KafkaConnectionManager, node_id: int, f
             f"DescribeConfigs of broker {node_id}: no inter-broker listener or replica fetcher count in {values}",
         )
     controller = next(iter(_split_list(values.get("controller.listener.names"))), None)
-    return BrokerListeners(inter_broker, controller, fetchers)
+    return BrokerListeners(inter_broker, controller, fetchers, values.get("control.plane.listener.name") or None)

@@ -17,11 +17,14 @@ def gauge_reading(
     *,
     channels_read: bool,
     release: str | None = None,
+    active_controller: bool | None = None,
+    quorum_leader: int | None = None,
 ) -> JmxReading:
     """The reading of one broker's client gauges (zero-valued ones included: judging drops them, the suites
     count them), deprecated-request counts and, when the source could read them (`channels_read`), the broker's
-    own channels and its exact release. `channels` come one per MBean or series, so a leader's replica fetcher
-    threads apart: they are summed per channel and destination, and those holding no connection left out."""
+    own channels, its exact release and what it says of the active controller. `channels` come one per MBean or
+    series, so a leader's replica fetcher threads apart: they are summed per channel and destination, and those
+    holding no connection left out."""
     clients = tuple(clients)
     held: dict[tuple[str, str | None], int] = defaultdict(int)
     for channel in channels:
@@ -41,4 +44,6 @@ def gauge_reading(
         channels=own,
         channels_read=channels_read,
         release=release,
+        active_controller=active_controller,
+        quorum_leader=quorum_leader,
     )

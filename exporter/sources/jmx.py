@@ -44,12 +44,18 @@ QUERIES: tuple[JMXQuery, ...] = (
         "connections",
     ),
     JMXQuery("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,*", "Count"),
-    # The broker's own channels (docs/kafka-facts/brokers-own-connections.md): three patterns cover every channel
-    # of 3.9 and 4.x; types that are not channels we know are left out by parse_reading.
+    # The broker's own channels (docs/kafka-facts/brokers-own-connections.md): these patterns cover every channel
+    # of 2.8 to 4.x; types that are not channels we know are left out by parse_reading.
     JMXQuery("kafka.server:type=replica-fetcher-metrics,broker-id=*,fetcher-id=*", "connection-count"),
     JMXQuery("kafka.server:type=*-channel-metrics", "connection-count"),
     JMXQuery("kafka.server:type=*-metrics,BrokerId=*", "connection-count"),
+    JMXQuery("kafka.server:type=controller-channel-metrics,broker-id=*", "connection-count"),
+    JMXQuery("kafka.server:type=kafka-server-controlled-shutdown-metrics", "connection-count"),
     JMXQuery("kafka.server:type=app-info,id=*", "Version"),
+    # Which node the channels without a named destination go to: the active controller
+    # (docs/kafka-facts/brokers-own-connections.md#which-node-holds-the-other-end).
+    JMXQuery("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value"),
+    JMXQuery("kafka.server:type=raft-metrics", "current-leader"),
 )
 
 # How much of the jar's stderr/stdout goes into an error message: enough for the root cause.
@@ -183,6 +189,8 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
     deprecated: list[DeprecatedRequests] = []
     channels: list[ChannelConnections] = []
     release: str | None = None
+    active_controller: bool | None = None
+    quorum_leader: int | None = None
     for item in items:
         try:
             name = parse_object_name(str(item["mBeanName"]))
@@ -197,6 +205,13 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
         if count is None:
             continue
         props = name.properties
+        if attribute == "Value" and name.domain == "kafka.controller" and props.get("name") == "ActiveControllerCount":
+            active_controller = count > 0
+            continue
+        if attribute == "current-leader" and name.domain == "kafka.server" and props.get("type") == "raft-metrics":
+            # -1 while the node knows no leader.
+            quorum_leader = count if count >= 0 else None
+            continue
         if attribute == "connection-count":
             channel = _channel(name, count)
             if channel is not None:
@@ -232,7 +247,15 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
                     count=count,
                 )
             )
-    return gauge_reading(clients, deprecated, channels, channels_read=True, release=release)
+    return gauge_reading(
+        clients,
+        deprecated,
+        channels,
+        channels_read=True,
+        release=release,
+        active_controller=active_controller,
+        quorum_leader=quorum_leader,
+    )
 
 
 async def read_broker(target: JmxTarget, java: JavaRuntime, deadline_seconds: float) -> JmxReading:

@@ -303,6 +303,8 @@ HOME_MADE_HELD = {
     ChannelConnections("txn-marker-channel", None, 1),
     ChannelConnections("AddPartitionsManager-channel", None, 1),
     ChannelConnections("forwarding", None, 1),
+    # The ZooKeeper-mode controller's channel names its destination with the same tag as the replica fetchers.
+    ChannelConnections("controller-channel", "1", 1),
 }
 
 

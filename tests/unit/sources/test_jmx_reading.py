@@ -176,3 +176,42 @@ def test_the_brokers_own_channels_and_release_as_a_real_4_4_broker_answers_them(
         ("replica-fetcher", "3"): 1,
         ("txn-marker-channel", None): 3,
     }
+
+
+def test_a_zookeeper_mode_controller_says_so_and_names_its_channels_destinations() -> None:
+    # What a real 3.9.2 ZooKeeper-mode controller of two brokers answered (real_kafka, zookeeper=True): its channel
+    # to each broker (itself included), the ISR channel under its 3.5+ name, ActiveControllerCount 1; no raft-metrics.
+    items = [
+        {"mBeanName": f"kafka.server:type={mbean}", "attribute": "connection-count", "value": value}
+        for mbean, value in (
+            ("controller-channel-metrics,broker-id=2", 1.0),
+            ("controller-channel-metrics,broker-id=1", 1.0),
+            ("alter-partition-metrics,BrokerId=1", 0.0),
+            ("forwarding-metrics,BrokerId=1", 0.0),
+            ("AddPartitionsManager-channel-metrics", 1.0),
+        )
+    ]
+    items += [
+        {
+            "mBeanName": "kafka.controller:type=KafkaController,name=ActiveControllerCount",
+            "attribute": "Value",
+            "value": 1,
+        },
+        {"mBeanName": "kafka.server:type=app-info,id=1", "attribute": "Version", "value": "3.9.2"},
+    ]
+    reading = parse_reading(items)
+    assert (reading.active_controller, reading.quorum_leader, reading.release) == (True, None, "3.9.2")
+    assert {(c.channel, c.destination_broker): c.connections for c in reading.channels} == {
+        ("controller-channel", "1"): 1,
+        ("controller-channel", "2"): 1,
+        ("AddPartitionsManager-channel", None): 1,
+    }
+
+
+def test_a_kraft_node_names_the_quorum_leader_and_none_while_it_knows_no_leader() -> None:
+    def leader(value: float) -> dict:
+        return {"mBeanName": "kafka.server:type=raft-metrics", "attribute": "current-leader", "value": value}
+
+    assert parse_reading([leader(3.0)]).quorum_leader == 3
+    assert parse_reading([leader(-1.0)]).quorum_leader is None
+    assert parse_reading([]).active_controller is None

@@ -1,0 +1,216 @@
+"""The brokers' own connections that go to the active controller (issue 45), on the counts real clusters showed.
+
+ZooKeeper mode, two brokers of 3.9.2 (the same shape on 2.8.2, 3.3.2 and 3.7.2; real_kafka, a topic replicated on
+both, a transactional producer whose coordinator is node 2, kafka-python clients), node 1 the controller
+(ActiveControllerCount 1): node 1's controller channel holds one connection to each broker, itself included, never
+named (`unknown`); node 2's forwarding channel goes to the controller on its inter-broker listener (ZooKeeper-mode
+brokers have no controller listener) and names itself; both AddPartitionsToTxn channels go to node 2. KRaft, three
+combined nodes, node 1 the quorum's leader: the heartbeat, forwarding, alter-partition and directory-assignments
+channels of every node go to node 1 on its CONTROLLER listener, and each follower's raft channel holds one connection
+to the leader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from exporter.judging.clients import ClientJudge
+from exporter.judging.own_connections import account, active_controller
+from exporter.policy import load_policy
+from exporter.snapshot import (
+    BrokerFacts,
+    BrokerListeners,
+    ChannelConnections,
+    ClientConnections,
+    JmxReading,
+    SourceKey,
+    SourceResult,
+)
+
+CLUSTER = "c"
+UNKNOWN = ("unknown", "unknown")
+ZK_LISTENERS = BrokerListeners("PLAINTEXT", None, 1)
+KRAFT_LISTENERS = BrokerListeners("PLAINTEXT", "CONTROLLER", 1)
+
+
+def jmx(
+    release: str,
+    clients: Iterable[tuple[str, str, str, int]],
+    channels: Iterable[tuple[str, str | None, int]],
+    *,
+    active_controller: bool | None = None,
+    quorum_leader: int | None = None,
+) -> JmxReading:
+    return JmxReading(
+        clients=tuple(ClientConnections(listener, "0", name, version, n) for listener, name, version, n in clients),
+        channels=tuple(ChannelConnections(channel, to, n) for channel, to, n in channels),
+        channels_read=True,
+        release=release,
+        active_controller=active_controller,
+        quorum_leader=quorum_leader,
+    )
+
+
+def results(brokers: Mapping[str, JmxReading | None], listeners: BrokerListeners) -> list[SourceResult]:
+    out = []
+    for broker, reading in brokers.items():
+        key = SourceKey(CLUSTER, broker, "jmx")
+        if reading is None:
+            out.append(SourceResult(key, False, 1.0, 0.0, error_reason="connection", error_message="refused"))
+        else:
+            out.append(SourceResult(key, True, 0.1, 0.0, reading=reading))
+        facts = BrokerFacts("127.0.0.1", 3, (3,), (), (), (), 0, "3.9", listeners=listeners)
+        out.append(SourceResult(SourceKey(CLUSTER, broker, "api_versions"), True, 0.1, 0.0, reading=facts))
+    return out
+
+
+def violations(brokers: Mapping[str, JmxReading | None], listeners: BrokerListeners = ZK_LISTENERS) -> dict:
+    polled = results(brokers, listeners)
+    accounts = account([CLUSTER], polled)
+    rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
+    found = {(r.broker, r.listener, r.software_name): r.violating for r in rows if r.violating}
+    for listener in accounts[CLUSTER].by_listener:
+        if listener.unattributed:
+            found[("", listener.listener, listener.software_name)] = listener.unattributed
+        assert not listener.in_doubt, listener
+    return found
+
+
+def zookeeper_39(controller: str = "1", unnamed_client_on: Mapping[str, int] | None = None) -> dict[str, JmxReading]:
+    """The two 3.9.2 ZooKeeper-mode brokers as JMX showed them, with `controller` the active controller (its
+    channel to each broker, itself included) and `unnamed_client_on` connections of a client that never names
+    itself (the 0.10.1.1 producer)."""
+    extra = dict(unnamed_client_on or {})
+    other = "2" if controller == "1" else "1"
+    readings = {}
+    for broker in ("1", "2"):
+        peer = "2" if broker == "1" else "1"
+        # Fetcher from the peer, the controller's channel, and (node 2, the coordinator) a marker connection each.
+        unknown = 1 + 1 + 1 + extra.get(broker, 0)
+        # The AddPartitionsToTxn channels of both go to node 2; the other broker's forwarding goes to the controller.
+        java = (2 if broker == "2" else 0) + (1 if broker == controller else 0)
+        channels: list[tuple[str, str | None, int]] = [
+            ("replica-fetcher", peer, 1),
+            ("AddPartitionsManager-channel", None, 1),
+        ]
+        if broker == "2":
+            channels.append(("txn-marker-channel", None, 2))
+        if broker == controller:
+            channels += [("controller-channel", "1", 1), ("controller-channel", "2", 1)]
+        if broker == other:
+            channels.append(("forwarding", None, 1))
+        readings[broker] = jmx(
+            "3.9.2",
+            [
+                ("PLAINTEXT", *UNKNOWN, unknown),
+                ("PLAINTEXT", "apache-kafka-java", "3.9.2", java),
+                ("PLAINTEXT", "kafka-python", "3.0.12", 1),
+            ],
+            channels,
+            active_controller=broker == controller,
+        )
+    return readings
+
+
+def test_a_healthy_zookeeper_cluster_has_no_unknown_clients() -> None:
+    assert violations(zookeeper_39()) == {}
+    own = account([CLUSTER], results(zookeeper_39(), ZK_LISTENERS))[CLUSTER]
+    placed = {
+        (row.broker, share.channel, share.holder, share.connections) for row in own.by_broker for share in row.own
+    }
+    assert placed == {
+        ("1", "replica-fetcher", "2", 1),
+        ("2", "replica-fetcher", "1", 1),
+        ("1", "controller-channel", "1", 1),
+        ("2", "controller-channel", "1", 1),
+        # Forwarding names its destination nowhere; the controller's ActiveControllerCount places it.
+        ("1", "forwarding", "2", 1),
+    }
+
+
+def test_the_unnamed_clients_violate_exactly_where_they_are() -> None:
+    assert violations(zookeeper_39(unnamed_client_on={"1": 2, "2": 1})) == {
+        ("1", "PLAINTEXT", "unknown"): 2,
+        ("2", "PLAINTEXT", "unknown"): 1,
+    }
+
+
+def test_the_account_follows_the_controller_to_another_broker() -> None:
+    readings = zookeeper_39(controller="2", unnamed_client_on={"2": 1})
+    assert active_controller(readings) == "2"
+    assert violations(readings) == {("2", "PLAINTEXT", "unknown"): 1}
+
+
+def test_while_two_brokers_say_they_control_the_forwarding_connection_is_placed_on_neither() -> None:
+    # Read at two moments across an election, both brokers said they were the controller: the forwarding connection
+    # stays the cluster's, unplaced, and is counted as a client on neither broker.
+    readings = zookeeper_39()
+    readings["2"] = dataclasses.replace(readings["2"], active_controller=True)
+    assert active_controller(readings) is None
+    own = account([CLUSTER], results(readings, ZK_LISTENERS))[CLUSTER]
+    java = next(o for o in own.by_listener if o.software_name == "apache-kafka-java")
+    assert ("forwarding", "2", 1) in {(s.channel, s.holder, s.connections) for s in java.own_unplaced}
+    certain = {(r.broker, r.software_name): r.clients_certain for r in own.by_broker}
+    assert certain[("1", "apache-kafka-java")] == 0
+    assert violations(readings) == {}
+
+
+def test_a_control_plane_listener_takes_the_controller_channels() -> None:
+    control_plane = BrokerListeners("PLAINTEXT", None, 1, control_plane="CONTROL")
+    readings = zookeeper_39()
+    for broker, reading in readings.items():
+        # The controller's channels (and forwarding) land on CONTROL, the replication on PLAINTEXT.
+        moved = [
+            ClientConnections("CONTROL", "0", *UNKNOWN, 1),
+            ClientConnections("PLAINTEXT", "0", *UNKNOWN, 2),
+            *(ClientConnections("CONTROL", "0", "apache-kafka-java", "3.9.2", 1) for _ in [1] if broker == "1"),
+            *(c for c in reading.clients if c.software_name == "kafka-python"),
+            *(ClientConnections("PLAINTEXT", "0", "apache-kafka-java", "3.9.2", 2) for _ in [1] if broker == "2"),
+        ]
+        readings[broker] = JmxReading(
+            clients=tuple(moved),
+            channels=reading.channels,
+            channels_read=True,
+            release="3.9.2",
+            active_controller=reading.active_controller,
+        )
+    assert violations(readings, control_plane) == {}
+
+
+def kraft_44(leader: int = 1) -> dict[str, JmxReading]:
+    """Three combined 4.4.0 nodes, `leader` the quorum's leader: every node's controller channels go to it, each
+    follower's raft channel holds one connection to it and the leader's go to the followers."""
+    readings = {}
+    nodes = ("1", "2", "3")
+    for broker in nodes:
+        is_leader = broker == str(leader)
+        to_leader = ("heartbeat", "forwarding", "alter-partition", "directory-assignments")
+        channels: list[tuple[str, str | None, int]] = [(c, None, 1) for c in to_leader]
+        channels += [("raft-channel", None, 2 if is_leader else 1)]
+        controller_clients = 4 * 3 + 2 if is_leader else 1  # everyone's four, the followers' raft; or the leader's
+        readings[broker] = jmx(
+            "4.4.0",
+            [("CONTROLLER", "apache-kafka-java", "4.4.0", controller_clients)],
+            channels,
+            quorum_leader=leader,
+            active_controller=is_leader,
+        )
+    return readings
+
+
+def test_kraft_controller_channels_are_placed_on_the_quorum_leader() -> None:
+    own = account([CLUSTER], results(kraft_44(), KRAFT_LISTENERS))[CLUSTER]
+    certain = {row.broker: row.clients_certain for row in own.by_broker}
+    # Node 1's 14 connections are the nodes' own, all placed there; the followers' one each is the leader's raft
+    # connection, which cannot be told apart from another voter's: not placed, so not counted as a client there.
+    assert certain["1"] == 0
+    controller = next(o for o in own.by_listener if o.listener == "CONTROLLER")
+    assert controller.own_placed == 14 and controller.unattributed == 0 and controller.in_doubt == 0
+    assert [(s.channel, s.holder, s.connections) for s in controller.own_unplaced] == [("raft-channel", "1", 2)]
+
+
+def test_nodes_that_disagree_on_the_leader_place_nothing_on_either() -> None:
+    readings = kraft_44()
+    readings["3"] = kraft_44(leader=2)["3"]
+    assert active_controller(readings) is None
