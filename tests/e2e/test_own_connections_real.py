@@ -1,4 +1,4 @@
-"""The brokers' own connections on real clusters (issue 37), checked against the kernel. In tests/e2e, not
+"""The brokers' own connections on real clusters (issues 37 and 45), checked against the kernel. In tests/e2e, not
 tests/real_kafka: it starts clusters of its own, so it need not share a worker with the session's real brokers.
 
 Kafka brokers count the connections other brokers open to them (replica fetchers, transaction markers,
@@ -7,29 +7,34 @@ client gauges as clients'. Replica fetchers never send ApiVersions and arrive as
 transaction markers: a broker's own traffic must not look like a client that does not name itself. The exporter
 reads each broker's own channels in the same JMX read as its gauges, and judges only what is certainly a client's.
 
-For each release, 3.9.2 and then 4.4.0 (one cluster at a time), a story in four chapters on a three-node combined
-KRaft cluster of its own, every listener on 127.0.0.1, JMX with a password, and ``num.replica.fetchers=2`` on node 2
-only. Topic ``demo`` has six partitions, replicated three times, placed by hand so that each broker leads two
-consecutive ones: Kafka picks a partition's fetcher thread as ``abs(31 * topic.hashCode() + partition) %
-num.replica.fetchers`` (AbstractFetcherManager.getFetcherId), so two consecutive partitions never share a thread and
-node 2 fetches from each other leader with both of its threads. Only clients that name themselves at first: two kcat
-producers with chosen software names, and kafka-python in threads of this process (a transactional producer
-committing a transaction over every partition twice a second, so the transaction coordinator's marker channel
-reaches every leader, and a consumer group reading committed records); on 4.4.0 also a share group (KIP-932) of
-Kafka's Java KafkaShareConsumer 4.3.0. Then ``kafka-client-exporter serve`` (a one-second cycle) and a real
+For each release, 3.9.2 and then 4.4.0 in KRaft mode, then 2.8.2, 3.3.2, 3.7.2 and 3.9.2 in ZooKeeper mode (one cluster
+at a time), a story in four chapters on a three-node cluster of its own (KRaft: combined nodes; ZooKeeper: brokers
+beside a ZooKeeper of their release, the controller one of them, whose channel to every broker, itself included, is
+`unknown` there, and the channels to it land on its inter-broker listener), every listener on 127.0.0.1, JMX with a
+password, and ``num.replica.fetchers=2`` on node 2 only. Topic ``demo`` has six partitions, replicated three times,
+placed by hand so that each broker leads two consecutive ones: Kafka picks a partition's fetcher thread as ``abs(31 *
+topic.hashCode() + partition) % num.replica.fetchers`` (AbstractFetcherManager.getFetcherId), so two consecutive
+partitions never share a thread and node 2 fetches from each other leader with both of its threads. Only clients that
+name themselves at first: two kcat producers with chosen software names, and kafka-python in threads of this process (a
+transactional producer committing a transaction over every partition twice a second, so the transaction coordinator's
+marker channel reaches every leader, and a consumer group reading committed records); on 4.4.0 also a share group
+(KIP-932) of Kafka's Java KafkaShareConsumer 4.3.0. Then ``kafka-client-exporter serve`` (a one-second cycle) and a real
 Prometheus with the shipped rules, evaluated every second.
 
 1. Healthy: the exporter's account agrees with the kernel's table of established connections, counted by the
    process holding each client end (``real_kafka.connections``): the brokers' JVMs' connections per listener are
    what ``kafka_client_inter_broker_connections`` serves, those per holder are what its channels say
    (``kafka_broker_outbound_connections``), 2 replica-fetcher connections from node 2 to each leader; the clients'
-   connections (raw minus the brokers') are the client processes'. No ``unknown_software`` violation, nothing
-   unverified, every broker's channels read, and ``KafkaClientUnknownSoftware`` never pending in Prometheus.
+   connections (raw minus the brokers') are the client processes'; what goes to the active controller without naming
+   it is placed on one broker at most. No ``unknown_software`` violation, nothing unverified in a cycle that read
+   every broker's channels, and ``KafkaClientUnknownSoftware`` never pending in Prometheus.
 2. A client that never sends ApiVersions joins: Kafka's Java producer 0.10.1.1, bootstrapped from node 2 only.
    Exactly its connections violate, on the brokers that hold them (the kernel says which), and the alert goes
    pending for exactly those broker/listener groups.
-3. Node 1 restarts (its leadership moves away and, by the controller's leader rebalance every 3 s, back): within two
-   collection cycles of the kernel's table settling, the account matches it again, and no false violation remains.
+3. Node 1 restarts (its leadership moves away and, by the controller's leader rebalance every 3 s, back; in
+   ZooKeeper mode the controller restarts, so the controller moves): within two collection cycles of the kernel's
+   table settling, the account matches it again, and no false violation remains. Chapters 3 and 4 run in ZooKeeper
+   mode on the oldest and the newest release (FULL_ZOOKEEPER_STORIES).
 4. Node 3's JMX unreachable while it keeps replicating (a second exporter whose configuration points node 3's JMX at
    a port where nothing listens): node 3's channels are not read, what its fetchers may hold on the others is served
    as unverified rather than as a violation, and the legacy producer's connections beyond what node 3 could hold
@@ -77,14 +82,20 @@ from harness.java_program import java_program_args
 from harness.kafka_jars import legacy_clients_classpath
 from harness.ports import free_port
 from harness.prometheus_process import JOB, running_prometheus
-from real_kafka import JmxAuth, KafkaCluster, NodeOptions
+from real_kafka import KRAFT_RELEASES, ZOOKEEPER_RELEASES, JmxAuth, KafkaCluster, NodeOptions
 from real_kafka.connections import Listener, count_connections
 from real_kafka.jmx import jmx_url
 from real_kafka.rolling_upgrade import wait_in_sync
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
 
-RELEASES = ("3.9.2", "4.4.0")
+#: (release, ZooKeeper mode): the KRaft releases, then every ZooKeeper-mode release the launcher runs (issue 45).
+LAYOUTS = (*((release, False) for release in KRAFT_RELEASES), *((release, True) for release in ZOOKEEPER_RELEASES))
+#: The ZooKeeper-mode releases whose story goes on past chapter 2 (a restart that moves the controller, an unread
+#: broker): the oldest and the newest. What those chapters check is the same code for every release; what differs
+#: between releases is which channels the brokers hold and how they name themselves, which chapters 1 and 2 check on
+#: each. The suite's budget does not hold two more full stories.
+FULL_ZOOKEEPER_STORIES = (ZOOKEEPER_RELEASES[0], ZOOKEEPER_RELEASES[-1])
 RULES = REPO_ROOT / "alerts" / "kafka-client-exporter.rules.yaml"
 JMX = JmxAuth("monitor", "own-Secret-37")
 INTERVAL = 1.0
@@ -124,6 +135,19 @@ CONTROLLER_CHANNELS = {
     "alter-partition",
     "directory-assignments",
 }
+#: A ZooKeeper-mode broker's channels, all towards the inter-broker listener: the controller's to every broker, and
+#: those to the controller (its ISR channel under the name of each release, forwarding, the controlled shutdown).
+ZOOKEEPER_CHANNELS = {
+    "controller-channel",
+    "kafka-server-controlled-shutdown",
+    "alterIsrChannel",
+    "alterIsr",
+    "alterPartition",
+    "alter-partition",
+    "forwarding",
+}
+#: The channels whose MBeans name the destination.
+NAMED_CHANNELS = {"replica-fetcher", "controller-channel"}
 INTER_BROKER, CONTROLLER = "PLAINTEXT", "CONTROLLER"
 UNKNOWN_PAIR = (UNKNOWN.software_name, UNKNOWN.software_version)
 #: The share-group's Java client (kafka-clients 4.3.0), on 4.4.0 only.
@@ -135,7 +159,12 @@ def legacy_topic(release: str) -> str:
     ``demo``; 4.4.0 closes the connection on every Produce v2 (KIP-896), which would make its connections come and
     go, so there it asks for a topic that does not exist (auto-creation off) and holds its Metadata connections
     (the bootstrap one and one to a broker of the metadata) while it waits for the topic."""
-    return TOPIC if release == "3.9.2" else "never-created"
+    return TOPIC if serves_produce_v2(release) else "never-created"
+
+
+def serves_produce_v2(release: str) -> bool:
+    """Releases before 4.0 serve the 0.10.1.1 producer's Produce v2 (KIP-896 removed it in 4.0)."""
+    return int(release.split(".", 1)[0]) < 4
 
 
 def legacy_producer(bootstrap: str, topic: str) -> RealClient:
@@ -338,6 +367,7 @@ class Workload:
 @dataclass
 class Story:
     release: str
+    zookeeper: bool
     directory: Path
     cluster: KafkaCluster
     exporter: subprocess.Popen[bytes]
@@ -353,10 +383,18 @@ class Story:
 
     @property
     def name(self) -> str:
-        return f"own-{self.release}"
+        return f"own-{'zk-' if self.zookeeper else ''}{self.release}"
+
+    @property
+    def landings(self) -> dict[str, set[str]]:
+        """Per listener of the destinations, the channels that land on it: a ZooKeeper-mode cluster has no
+        controller listener, its controller is a broker reached on the inter-broker listener like the others."""
+        if self.zookeeper:
+            return {INTER_BROKER: INTER_BROKER_CHANNELS | ZOOKEEPER_CHANNELS}
+        return {INTER_BROKER: INTER_BROKER_CHANNELS, CONTROLLER: CONTROLLER_CHANNELS}
 
     def note(self, text: str) -> None:
-        self.journal.append(f"[{self.release}] {text}")
+        self.journal.append(f"[{self.name}] {text}")
 
     def served(self, base: str | None = None) -> Served:
         return scrape(base or self.base, self.name)
@@ -365,9 +403,10 @@ class Story:
         listeners: dict[int, Listener] = {}
         owners: dict[int, str] = {}
         for node in self.cluster.nodes.values():
-            assert node.ports.plaintext is not None and node.ports.controller is not None
+            assert node.ports.plaintext is not None
             listeners[node.ports.plaintext] = Listener(node.node_id, INTER_BROKER)
-            listeners[node.ports.controller] = Listener(node.node_id, CONTROLLER)
+            if node.ports.controller is not None:
+                listeners[node.ports.controller] = Listener(node.node_id, CONTROLLER)
             if node.running and node.pid is not None:
                 owners[node.pid] = f"broker\n{node.node_id}"
         clients = [*self.clients.values(), *([self.legacy] if self.legacy is not None else [])]
@@ -406,9 +445,11 @@ class Story:
 
 
 def until(check: Callable[[], list[str]], timeout: float, what: str, poll: float = 0.25) -> None:
-    """Until ``check()`` finds no problem; the last problems it found in the failure."""
+    """Until ``check()`` finds no problem; in the failure, the last problems it found and, before them, the other
+    problems seen on the way (a wait that ends on a bad cycle would hide why the earlier ones did not match)."""
     deadline = time.monotonic() + timeout
     problems: list[str] = ["not checked yet"]
+    seen: dict[str, int] = {}
     while True:
         try:
             problems = check()
@@ -416,13 +457,21 @@ def until(check: Callable[[], list[str]], timeout: float, what: str, poll: float
             problems = [repr(exc)]
         if not problems:
             return
+        for problem in problems:
+            seen[problem] = seen.get(problem, 0) + 1
         if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f} s:\n  " + "\n  ".join(problems)[:6000])
+            earlier = [f"{n}x {problem}" for problem, n in seen.items() if problem not in problems]
+            pytest.fail(
+                f"{what}: not within {timeout:.0f} s:\n  "
+                + "\n  ".join(problems)[:6000]
+                + ("\nseen on the way:\n  " + "\n  ".join(earlier)[:6000] if earlier else "")
+            )
         time.sleep(poll)
 
 
-def accounting(kernel: Kernel, served: Served, brokers: list[str]) -> list[str]:
-    """Where what the exporter serves for a cluster whose every broker was read disagrees with the kernel."""
+def accounting(kernel: Kernel, served: Served, brokers: list[str], landings: dict[str, set[str]]) -> list[str]:
+    """Where what the exporter serves for a cluster whose every broker was read disagrees with the kernel;
+    ``landings``: the channels that land on each listener (Story.landings)."""
     problems: list[str] = []
     if kernel.unowned:
         problems.append(f"{kernel.unowned} connections of no known process (the kernel's table is moving)")
@@ -432,12 +481,12 @@ def accounting(kernel: Kernel, served: Served, brokers: list[str]) -> list[str]:
         problems.append(f"channels read: {read}")
     if served.unverified():
         problems.append(f"unverified: {dict(served.unverified())}")
-    strangers = {channel for _, channel, _ in out} - INTER_BROKER_CHANNELS - CONTROLLER_CHANNELS
+    strangers = {channel for _, channel, _ in out} - set().union(*landings.values())
     if strangers:
         problems.append(f"channels this test does not know: {strangers}")
 
     # The brokers' JVMs, as holders: each listener's total is what the destinations' gauges account to channels.
-    for listener, channels in ((INTER_BROKER, INTER_BROKER_CHANNELS), (CONTROLLER, CONTROLLER_CHANNELS)):
+    for listener, channels in landings.items():
         held = kernel.brokers(listener)
         accounted = sum(n for (_, where, _, _, _), n in inter.items() if where == listener)
         if sum(held.values()) != accounted:
@@ -451,26 +500,44 @@ def accounting(kernel: Kernel, served: Served, brokers: list[str]) -> list[str]:
                 problems.append(
                     f"{listener}: broker {holder} holds {kernel_total} in the kernel, its channels say {channels_total}"
                 )
-    # Replica fetchers, per holder and destination: what the channel says, plus at most one connection per channel
-    # without a named destination (the kernel cannot tell a fetcher's connection from a marker's).
-    held = kernel.brokers(INTER_BROKER)
-    for holder in brokers:
-        unnamed = sum(1 for (who, channel, to), n in out.items() if who == holder and not to and n)
+    # Per holder and destination: what the channels that name it say (replica fetchers, a ZooKeeper-mode controller's
+    # channels), plus at most one connection per channel without a named destination (the kernel cannot tell a
+    # fetcher's connection from a marker's).
+    for listener, channels in landings.items():
+        held = kernel.brokers(listener)
+        for holder in brokers:
+            unnamed = sum(
+                1 for (who, channel, to), n in out.items() if who == holder and channel in channels and not to and n
+            )
+            for destination in brokers:
+                named = sum(out[(holder, channel, destination)] for channel in NAMED_CHANNELS & channels)
+                in_kernel = held[(holder, destination)]
+                if not named <= in_kernel <= named + unnamed:
+                    problems.append(
+                        f"{listener} {holder}->{destination}: {in_kernel} in the kernel, {named} in named channels + "
+                        f"up to {unnamed} unnamed channel(s) served"
+                    )
+        # What is placed on a broker is never more than the broker JVMs hold towards it, and never less than the
+        # named channels towards it; the channels that name no destination are placed on one broker at most (the
+        # active controller, where the readings agree on it).
         for destination in brokers:
-            fetchers = out[(holder, "replica-fetcher", destination)]
-            in_kernel = held[(holder, destination)]
-            if not fetchers <= in_kernel <= fetchers + unnamed:
+            named = sum(
+                n for (_, channel, to), n in out.items() if channel in NAMED_CHANNELS & channels and to == destination
+            )
+            placed = sum(n for (b, where, _, _, _), n in inter.items() if b == destination and where == listener)
+            towards = sum(n for (_, to), n in held.items() if to == destination)
+            if not named <= placed <= towards:
                 problems.append(
-                    f"{holder}->{destination}: {in_kernel} in the kernel, {fetchers} replica-fetcher + up to "
-                    f"{unnamed} unnamed channel(s) served"
+                    f"{listener} broker {destination}: {placed} placed there, named channels {named}, the broker "
+                    f"JVMs hold {towards} towards it"
                 )
-    for destination in brokers:
-        fetched = sum(n for (_, channel, to), n in out.items() if channel == "replica-fetcher" and to == destination)
-        accounted = sum(n for (b, _, _, _, channel), n in inter.items() if b == destination)
-        if fetched != accounted:
-            problems.append(f"broker {destination}: fetchers towards it {fetched}, inter_broker there {accounted}")
-    if any(channel != "replica-fetcher" for (b, _, _, _, channel) in inter if b):
-        problems.append(f"a channel without a destination placed on a broker: {dict(inter)}")
+        on = {
+            b
+            for (b, where, _, _, channel), n in inter.items()
+            if b and where == listener and channel not in NAMED_CHANNELS
+        }
+        if len(on) > 1:
+            problems.append(f"{listener}: channels without a named destination placed on {sorted(on)}: {dict(inter)}")
 
     # The clients: raw minus the brokers' own is the client processes' count, per pair; per broker where no channel
     # lands on that pair.
@@ -535,12 +602,16 @@ def two_fetchers(served: Served, brokers: list[str]) -> list[str]:
     return problems
 
 
-@pytest.fixture(scope="module", params=RELEASES)
+@pytest.fixture(
+    scope="module", params=LAYOUTS, ids=[f"{'zk-' if zookeeper else ''}{release}" for release, zookeeper in LAYOUTS]
+)
 def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
-    release: str = request.param
-    directory = tmp_path_factory.mktemp(f"own-connections-{release}")
+    release, zookeeper = request.param
+    directory = tmp_path_factory.mktemp(f"own-connections-{'zk-' if zookeeper else ''}{release}")
     options = NodeOptions(jmx_auth=JMX, extra_properties=BROKER_PROPERTIES)
-    cluster = KafkaCluster(directory / "kafka", release, nodes=3, options=options, node_properties=NODE_PROPERTIES)
+    cluster = KafkaCluster(
+        directory / "kafka", release, nodes=3, options=options, node_properties=NODE_PROPERTIES, zookeeper=zookeeper
+    )
     began = time.monotonic()
     with contextlib.ExitStack() as running:
         cluster.start()
@@ -558,7 +629,7 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             )
             running.callback(client.close)
             clients[client_id] = client
-        if release != "3.9.2":
+        if release.startswith("4."):  # share groups (KIP-932)
             client = start_client(
                 ClientKind.JAVA,
                 cluster.bootstrap(),
@@ -581,7 +652,7 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         )
         config = write_config(
             directory / "exporter.yaml",
-            f"own-{release}",
+            f"own-{'zk-' if zookeeper else ''}{release}",
             {node.node_id: node.jmx_url for node in cluster.nodes.values()},
             cluster.bootstrap(),
             jmx={"username": JMX.username, "password": JMX.password},
@@ -592,7 +663,7 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         exporter = running.enter_context(running_exporter(config, port, stdout=log, stderr=subprocess.STDOUT))
         base = f"http://127.0.0.1:{port}"
         prometheus = running.enter_context(running_prometheus(directory / "prometheus", port, RULES, interval="1s"))
-        story = Story(release, directory, cluster, exporter, base, prometheus, clients, workload, running)
+        story = Story(release, zookeeper, directory, cluster, exporter, base, prometheus, clients, workload, running)
         story.note(f"cluster, clients and workload ready in {time.monotonic() - began:.1f} s")
         try:
             yield story
@@ -612,7 +683,7 @@ def test_healthy_cluster_only_named_clients(story: Story) -> None:
 
     def matches() -> list[str]:
         kernel, served = story.steady()
-        return accounting(kernel, served, brokers) + two_fetchers(served, brokers)
+        return accounting(kernel, served, brokers, story.landings) + two_fetchers(served, brokers)
 
     until(matches, 60, "the exporter's account matching the kernel")
     matched_at = time.time()
@@ -643,10 +714,16 @@ def test_healthy_cluster_only_named_clients(story: Story) -> None:
     assert story.alerts("KafkaClientUnknownSoftware") == []
     assert story.query('ALERTS{alertname="KafkaClientUnknownSoftware"}[10m]') == []
     assert story.query(f'kafka_client_policy_violation_connections{{job="{JOB}",reason="unknown_software"}}[10m]') == []
-    # Nothing in doubt once the account matched. Before, a cycle may have run without a broker's listener names (its
-    # DescribeConfigs still unanswered on a busy machine): its connections were then in doubt, as they should be.
+    # Nothing in doubt once the account matched, in any scrape whose cycle read every broker's channels. A cycle on a
+    # busy machine may not (a JMX read past its deadline, DescribeConfigs still unanswered): that broker's channels
+    # are then unread and what it may hold is in doubt, as it should be, and the same scrape says which broker.
     since = f"{math.ceil(time.time() - matched_at) + 1}s"
-    assert story.query(f'kafka_client_unverified_connections{{job="{JOB}"}}[{since}]') == []
+    mine = f'job="{JOB}",kafka_cluster="{story.name}"'
+    every_broker_read = f"min by (kafka_cluster) (kafka_client_exporter_broker_channels_read{{{mine}}}) == 1"
+    unverified = f"kafka_client_unverified_connections{{{mine}}}"
+    assert story.query(f"({unverified} and on(kafka_cluster) {every_broker_read})[{since}:250ms]") == []
+    doubted = story.query(f"max_over_time({unverified}[{since}])")
+    story.note(f"unverified while a broker's channels were unread: {[(d['metric'], d['value']) for d in doubted]}")
 
 
 def _rules_evaluated_after(story: Story, moment: float) -> bool:
@@ -697,18 +774,18 @@ def test_a_client_without_apiversions_violates_alone(story: Story) -> None:
     bootstrap = story.cluster.node(LEGACY_BOOTSTRAP).bootstrap()
     story.legacy = legacy_producer(bootstrap, legacy_topic(story.release))
     story.running.callback(story.legacy.close)
-    if story.release == "3.9.2":
+    if serves_produce_v2(story.release):
         story.legacy.wait_ready(60)
     settling = Settling()
 
     def matches() -> list[str]:
         kernel, served = story.steady()
-        problems = accounting(kernel, served, brokers)
+        problems = accounting(kernel, served, brokers, story.landings)
         held = legacy_held(kernel)
         if not held:
             problems.append("no connection of the 0.10.1.1 producer yet")
         # On 3.9.2 it produces round robin to all six partitions, one record every 2 s: a connection to each leader.
-        if story.release == "3.9.2" and {b for b, _ in held} != set(brokers):
+        if serves_produce_v2(story.release) and {b for b, _ in held} != set(brokers):
             problems.append(f"the 0.10.1.1 producer not connected to every leader yet: {dict(held)}")
         return settling.see(kernel, problems)
 
@@ -731,12 +808,25 @@ def test_a_client_without_apiversions_violates_alone(story: Story) -> None:
     until(pending, 30, "KafkaClientUnknownSoftware pending for exactly the 0.10.1.1 producer's brokers")
 
 
+def full_story(story: Story) -> None:
+    if story.zookeeper and story.release not in FULL_ZOOKEEPER_STORIES:
+        pytest.skip(f"chapters 3 and 4 run on ZooKeeper-mode {' and '.join(FULL_ZOOKEEPER_STORIES)} (see LAYOUTS)")
+
+
 def test_leadership_moved_account_recovers(story: Story) -> None:
+    """In ZooKeeper mode the node restarted is the controller (the holder of the controller's channels): its restart
+    moves the controller to another broker, whose channels the account must follow."""
+    full_story(story)
     brokers = brokers_of(story)
-    node = story.cluster.node(RESTARTED)
+    restarted = RESTARTED
+    if story.zookeeper:
+        holders = {h for h, channel, _ in story.served().outbound() if channel == "controller-channel"}
+        assert len(holders) == 1, f"controller's channels held by {holders}"
+        restarted = int(holders.pop())
+    node = story.cluster.node(restarted)
     restarted_at = time.monotonic()
     node.restart()
-    story.note(f"node {RESTARTED} restarted in {time.monotonic() - restarted_at:.1f} s")
+    story.note(f"node {restarted} restarted in {time.monotonic() - restarted_at:.1f} s")
     # Its partitions' leadership moved to the others while it was down, and the controller's leader rebalance (every
     # 3 s) moves it back; replica fetchers, markers and clients reconnect. The change has settled when the kernel's
     # table has not moved for three cycles; the account must have matched it within two cycles of its last change.
@@ -744,10 +834,10 @@ def test_leadership_moved_account_recovers(story: Story) -> None:
 
     def settled() -> list[str]:
         kernel, served = story.steady()
-        problems = accounting(kernel, served, brokers) + two_fetchers(served, brokers)
+        problems = accounting(kernel, served, brokers, story.landings) + two_fetchers(served, brokers)
         return settling.see(kernel, problems)
 
-    until(settled, 120, f"the account after node {RESTARTED}'s restart")
+    until(settled, 120, f"the account after node {restarted}'s restart")
     story.note(
         f"account matched {settling.matched - restarted_at if settling.matched else 0:.1f} s after the restart began, "
         f"{settling.lag:.2f} s after the kernel's last change"
@@ -764,6 +854,7 @@ def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
     unnamed channel one more. Connections beyond all that are clients' for certain and violate; the rest of the
     `unknown` ones are unverified, never a violation. It cannot say which of them are node 3's and which the
     producer's, so the producer's connections up to that bound may be unverified rather than violating."""
+    full_story(story)
     brokers = brokers_of(story)
     read = [b for b in brokers if b != str(UNREAD)]
     config = story.directory / "exporter-unread.yaml"
@@ -777,7 +868,20 @@ def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
         jmx={"username": JMX.username, "password": JMX.password},
         interval_seconds=INTERVAL,
     )
-    could_hold = 1 + (1 if story.release == "3.9.2" else 0)  # node 3's fetcher thread, and 3.9's marker channel
+    markers_unnamed = not story.release.startswith("4.")  # the marker channel names itself from 4.2.1 on
+    # Which broker is the ZooKeeper-mode controller, as the exporter that reads them all says (the holder of the
+    # controller's channels).
+    controller = next((h for h, channel, _ in story.served().outbound() if channel == "controller-channel"), None)
+
+    def could_hold(broker: str) -> int:
+        """What node 3 may hold towards ``broker`` as far as the exporter can know: one fetcher thread, 3.x's marker
+        channel and, in ZooKeeper mode, the controller's channel to each broker when node 3 may be the controller
+        (the others' readings say none of them is) and its controlled-shutdown connection to the controller."""
+        held = 1 + int(markers_unnamed)
+        if story.zookeeper:
+            held += 2 if controller == str(UNREAD) else int(broker == controller)
+        return held
+
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     seen: dict[str, Any] = {}
@@ -808,7 +912,7 @@ def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
                 if tuple(pair) != java:
                     problems.append(f"unverified {listener} {pair}: {n}, no broker channel lands there")
                     continue
-                channels = INTER_BROKER_CHANNELS if listener == INTER_BROKER else CONTROLLER_CHANNELS
+                channels = story.landings[listener]
                 node3 = sum(n for (h, to), n in kernel.brokers(listener).items() if h == str(UNREAD) and to in read)
                 holders = sum(1 for (h, ch, to), m in out.items() if ch in channels and not to and m and h in read)
                 if n > node3 + holders:
@@ -824,7 +928,7 @@ def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
             # Read holders of an unnamed channel counted as unknown: 3.9's transaction markers.
             unnamed_holders = (
                 sum(1 for (_, channel, _), n in out.items() if channel == "txn-marker-channel" and n)
-                if story.release == "3.9.2"
+                if markers_unnamed
                 else 0
             )
             for b in read:
@@ -833,10 +937,13 @@ def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
                 if placed > legacy[b]:
                     problems.append(f"broker {b}: {placed} violating, the 0.10.1.1 producer holds {legacy[b]}")
                 # Beyond what node 3 and the unnamed channels could hold: violating (here or unplaced).
-                residual = (
-                    raw[(b, INTER_BROKER, *UNKNOWN_PAIR)] - own[(b, INTER_BROKER, *UNKNOWN_PAIR, "replica-fetcher")]
+                placed_own = sum(
+                    n
+                    for (at, where, *pair, _), n in own.items()
+                    if (at, where, *pair) == (b, INTER_BROKER, *UNKNOWN_PAIR)
                 )
-                beyond = min(legacy[b], residual - could_hold - unnamed_holders)
+                residual = raw[(b, INTER_BROKER, *UNKNOWN_PAIR)] - placed_own
+                beyond = min(legacy[b], residual - could_hold(b) - unnamed_holders)
                 if placed + unplaced < beyond:
                     problems.append(f"broker {b}: {placed} (+{unplaced} unplaced) violating, {beyond} certain")
             total = sum(unknown.values())
