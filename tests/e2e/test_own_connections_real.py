@@ -524,11 +524,11 @@ def accounting(kernel: Kernel, served: Served, brokers: list[str], landings: dic
             named = sum(
                 n for (_, channel, to), n in out.items() if channel in NAMED_CHANNELS & channels and to == destination
             )
-            placed = sum(n for (b, where, _, _, _), n in inter.items() if b == destination and where == listener)
+            placed_there = sum(n for (b, where, _, _, _), n in inter.items() if b == destination and where == listener)
             towards = sum(n for (_, to), n in held.items() if to == destination)
-            if not named <= placed <= towards:
+            if not named <= placed_there <= towards:
                 problems.append(
-                    f"{listener} broker {destination}: {placed} placed there, named channels {named}, the broker "
+                    f"{listener} broker {destination}: {placed_there} placed there, named channels {named}, the broker "
                     f"JVMs hold {towards} towards it"
                 )
         on = {

@@ -5,7 +5,7 @@ apache-kafka-java at the broker's release on 4.x, AddPartitionsToTxn verificatio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from exporter.judging.clients import ClientJudge
 from exporter.judging.own_connections import account
@@ -13,15 +13,13 @@ from exporter.policy import load_policy
 from exporter.snapshot import (
     BrokerFacts,
     BrokerListeners,
-    ChannelConnections,
     ClientConnections,
     JmxReading,
     SourceKey,
     SourceResult,
 )
-
-CLUSTER = "c"
-UNKNOWN = ("unknown", "unknown")
+from tests.unit.judging.readings import CLUSTER, UNKNOWN, jmx
+from tests.unit.judging.readings import results as cycle
 
 
 def facts(release: str, fetchers: int = 1) -> BrokerFacts:
@@ -30,30 +28,8 @@ def facts(release: str, fetchers: int = 1) -> BrokerFacts:
     )
 
 
-def jmx(
-    release: str | None,
-    clients: Iterable[tuple[str, str, str, int]],
-    channels: Iterable[tuple[str, str | None, int]],
-) -> JmxReading:
-    return JmxReading(
-        clients=tuple(ClientConnections(listener, "0", name, version, n) for listener, name, version, n in clients),
-        channels=tuple(ChannelConnections(channel, to, n) for channel, to, n in channels),
-        channels_read=True,
-        release=release,
-    )
-
-
 def results(brokers: Mapping[str, JmxReading | None], release: str, **fetchers: int) -> list[SourceResult]:
-    out = []
-    for broker, reading in brokers.items():
-        key = SourceKey(CLUSTER, broker, "jmx")
-        if reading is None:
-            out.append(SourceResult(key, False, 1.0, 0.0, error_reason="connection", error_message="refused"))
-        else:
-            out.append(SourceResult(key, True, 0.1, 0.0, reading=reading))
-        facts_key = SourceKey(CLUSTER, broker, "api_versions")
-        out.append(SourceResult(facts_key, True, 0.1, 0.0, reading=facts(release, fetchers.get(f"b{broker}", 1))))
-    return out
+    return cycle(brokers, lambda broker: facts(release, fetchers.get(f"b{broker}", 1)))
 
 
 def cluster_39(extra_unknown_on_2: int = 0) -> dict[str, JmxReading | None]:

@@ -13,7 +13,7 @@ to the leader.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from exporter.judging.clients import ClientJudge
 from exporter.judging.own_connections import account, active_controller
@@ -21,48 +21,19 @@ from exporter.policy import load_policy
 from exporter.snapshot import (
     BrokerFacts,
     BrokerListeners,
-    ChannelConnections,
     ClientConnections,
     JmxReading,
-    SourceKey,
     SourceResult,
 )
+from tests.unit.judging.readings import CLUSTER, UNKNOWN, jmx
+from tests.unit.judging.readings import results as cycle
 
-CLUSTER = "c"
-UNKNOWN = ("unknown", "unknown")
 ZK_LISTENERS = BrokerListeners("PLAINTEXT", None, 1)
 KRAFT_LISTENERS = BrokerListeners("PLAINTEXT", "CONTROLLER", 1)
 
 
-def jmx(
-    release: str,
-    clients: Iterable[tuple[str, str, str, int]],
-    channels: Iterable[tuple[str, str | None, int]],
-    *,
-    active_controller: bool | None = None,
-    quorum_leader: int | None = None,
-) -> JmxReading:
-    return JmxReading(
-        clients=tuple(ClientConnections(listener, "0", name, version, n) for listener, name, version, n in clients),
-        channels=tuple(ChannelConnections(channel, to, n) for channel, to, n in channels),
-        channels_read=True,
-        release=release,
-        active_controller=active_controller,
-        quorum_leader=quorum_leader,
-    )
-
-
 def results(brokers: Mapping[str, JmxReading | None], listeners: BrokerListeners) -> list[SourceResult]:
-    out = []
-    for broker, reading in brokers.items():
-        key = SourceKey(CLUSTER, broker, "jmx")
-        if reading is None:
-            out.append(SourceResult(key, False, 1.0, 0.0, error_reason="connection", error_message="refused"))
-        else:
-            out.append(SourceResult(key, True, 0.1, 0.0, reading=reading))
-        facts = BrokerFacts("127.0.0.1", 3, (3,), (), (), (), 0, "3.9", listeners=listeners)
-        out.append(SourceResult(SourceKey(CLUSTER, broker, "api_versions"), True, 0.1, 0.0, reading=facts))
-    return out
+    return cycle(brokers, lambda _: BrokerFacts("127.0.0.1", 3, (3,), (), (), (), 0, "3.9", listeners=listeners))
 
 
 def violations(brokers: Mapping[str, JmxReading | None], listeners: BrokerListeners = ZK_LISTENERS) -> dict:
