@@ -155,28 +155,37 @@ def _may_be_zookeeper_mode(release: str | None, facts: BrokerFacts | None) -> bo
 
 
 def _doubt(holder: _Holder, controller: str | None, broker: str) -> _Doubt:
-    """What an unread broker may put on other brokers' gauges as `unknown`: what it was read to hold, when its JMX
-    answered but its release or listeners are not known; else one connection per replica fetcher thread (from
-    DescribeConfigs), per marker-like channel and, when it may be the ZooKeeper-mode controller (`controller`: the
-    active one, when known), its channel to each broker; no bound without either. A ZooKeeper-mode broker may also
-    hold its controlled-shutdown connection to the controller."""
+    """What an unread broker may put on other brokers' gauges as `unknown`. When its JMX answered but its release or
+    listeners are not known: what it was read to hold, per destination where the channel names it, one connection
+    per other channel that may be counted as `unknown` (towards the controller only, for those that go to it). Else
+    one connection per replica fetcher thread (from DescribeConfigs), per marker-like channel and, when it may be
+    the ZooKeeper-mode controller (`controller`: the active one, when known), its channel to each broker, and a
+    ZooKeeper-mode broker's controlled-shutdown connection to the controller; no bound without either."""
     facts, reading = holder.facts, holder.reading
     release = reading.release if reading is not None else None
     if release is None and facts is not None and facts.inferred_release != "unknown":
         release = facts.inferred_release
-    unnamed = _unnamed_unknown_channels(release)
-    zookeeper_mode = _may_be_zookeeper_mode(release, facts)
-    to_controller = 1 if zookeeper_mode else 0
     if reading is not None and reading.channels_read:
+        # A controller-only KRaft node holds no channel to brokers at all: what it was read to hold says so.
         named: dict[str, int] = defaultdict(int)
+        everywhere = to_controller = 0
         for channel in reading.channels:
+            spec = BY_NAME[channel.channel]
+            if release is not None and spec.appears_as(release) != UNKNOWN_SOFTWARE:
+                continue
             if channel.destination_broker is not None:
                 named[channel.destination_broker] += channel.connections
-        return _Doubt(unnamed, {to: n + unnamed for to, n in named.items()}, to_controller, controller)
+            elif spec.to_active_controller:
+                to_controller += 1
+            else:
+                everywhere += 1
+        return _Doubt(everywhere, {to: n + everywhere for to, n in named.items()}, to_controller, controller)
     if facts is None or facts.listeners is None:
         return _Doubt(None, {})
+    unnamed = _unnamed_unknown_channels(release)
+    zookeeper_mode = _may_be_zookeeper_mode(release, facts)
     controls = 1 if zookeeper_mode and controller in (None, broker) else 0
-    return _Doubt(facts.listeners.replica_fetchers + unnamed + controls, {}, to_controller, controller)
+    return _Doubt(facts.listeners.replica_fetchers + unnamed + controls, {}, 1 if zookeeper_mode else 0, controller)
 
 
 def _apportion(total: int, shares: list[ChannelShare]) -> tuple[ChannelShare, ...]:

@@ -30,6 +30,7 @@ from tests.unit.judging.readings import results as cycle
 
 ZK_LISTENERS = BrokerListeners("PLAINTEXT", None, 1)
 KRAFT_LISTENERS = BrokerListeners("PLAINTEXT", "CONTROLLER", 1)
+FACTS_KRAFT_BROKER = BrokerFacts("127.0.0.1", 4, (4,), (), (), (), 0, "3.9", listeners=KRAFT_LISTENERS)
 
 
 def results(brokers: Mapping[str, JmxReading | None], listeners: BrokerListeners) -> list[SourceResult]:
@@ -185,3 +186,40 @@ def test_nodes_that_disagree_on_the_leader_place_nothing_on_either() -> None:
     readings = kraft_44()
     readings["3"] = kraft_44(leader=2)["3"]
     assert active_controller(readings) is None
+
+
+def test_a_dedicated_controller_listed_with_the_brokers_puts_nothing_in_doubt_on_them() -> None:
+    # Issue 51: a 3.9.2 cluster migrated to KRaft, brokers 1 and 2 (process.roles=broker), controller 3000 listed
+    # with its JMX URL. The Kafka protocol side reaches brokers only, so 3000 has no DescribeConfigs facts and counts
+    # as unread; what its JMX says it holds (its raft and registration channels, both towards itself) can put no
+    # `unknown` connection on a broker, so the 0.10.1.1 producer's connections there are certain.
+    brokers = {
+        b: jmx(
+            "3.9.2",
+            # The peer's fetcher, the producer, one of node 1's two marker connections.
+            [("PLAINTEXT", *UNKNOWN, 1 + 1 + 1)],
+            [
+                ("replica-fetcher", "2" if b == "1" else "1", 1),
+                *([("txn-marker-channel", None, 2)] if b == "1" else []),
+            ],
+            quorum_leader=3000,
+        )
+        for b in ("1", "2")
+    }
+    controller = jmx(
+        "3.9.2",
+        [("CONTROLLER", "apache-kafka-java", "3.9.2", 3)],
+        [("raft-channel", None, 1), ("registration", None, 1)],
+        quorum_leader=3000,
+        active_controller=True,
+    )
+    polled = cycle({**brokers, "3000": controller}, lambda b: FACTS_KRAFT_BROKER)
+    polled = [r for r in polled if not (r.key.broker == "3000" and r.key.source == "api_versions")]
+    accounts = account([CLUSTER], polled)
+    assert accounts[CLUSTER].channels_read["3000"] is False
+    rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
+    assert {(r.broker, r.software_name): r.violating for r in rows if r.violating} == {
+        ("1", "unknown"): 1,
+        ("2", "unknown"): 1,
+    }
+    assert not any(o.in_doubt for o in accounts[CLUSTER].by_listener if o.listener == "PLAINTEXT")
