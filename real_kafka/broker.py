@@ -218,6 +218,30 @@ class KafkaNode:
                 f"formatting node {self.node_id} ({self.release}) failed ({formatting.returncode}): {text}"
             )
 
+    def reconfigure(
+        self, layout: ClusterLayout, roles: NodeRoles | None = None, extra: Mapping[str, str] | None = None
+    ) -> None:
+        """Rewrite server.properties for the next start (the node must be stopped): another layout (a ZooKeeper-mode
+        broker moving to KRaft), other roles, settings added to the options' own (a migration's flags)."""
+        if self.running:
+            raise RuntimeError(f"node {self.node_id} must be stopped before it is reconfigured")
+        self.layout = layout
+        if roles is not None:
+            self.roles = roles
+        self.properties_file.write_text(
+            server_properties(
+                self.node_id,
+                self.roles,
+                self.ports,
+                self.layout.voters,
+                self.data_dir,
+                brokers=self.layout.brokers,
+                tls=self.options.tls,
+                extra={**self.options.extra_properties, **(extra or {})},
+                zookeeper_connect=self.layout.zookeeper_connect,
+            )
+        )
+
     def launch(self) -> None:
         """Start the JVM and return at once (``wait_ready`` waits): nodes of one quorum must start together."""
         if not self.properties_file.is_file():

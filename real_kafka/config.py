@@ -61,8 +61,8 @@ def server_properties(
 ) -> str:
     """The file's text. ``voters`` maps each controller's node id to its CONTROLLER port; ``brokers`` is the
     cluster's broker count (internal topics are replicated up to 3). With ``zookeeper_connect`` the node is a
-    ZooKeeper-mode broker (``broker.id``, no roles, no quorum): ``roles`` must be a broker's only and ``voters``
-    empty."""
+    ZooKeeper-mode broker (``broker.id``, no roles): ``roles`` must be a broker's only, and ``voters``, when given,
+    are the KRaft quorum it migrates to."""
     listeners: dict[str, int | None] = {}
     if roles.broker:
         listeners["PLAINTEXT"] = ports.plaintext
@@ -77,23 +77,32 @@ def server_properties(
     replication = min(3, brokers)
     settings: dict[str, str]
     if zookeeper_connect is not None:
-        if roles.controller or voters:
-            raise ValueError(f"node {node_id}: a ZooKeeper-mode broker has no KRaft controller role nor voters")
+        if roles.controller:
+            raise ValueError(f"node {node_id}: a ZooKeeper-mode broker has no KRaft controller role")
         # The ZooKeeper-mode controller is elected among the brokers and talks to them on the inter-broker listener.
         settings = {"broker.id": str(node_id), "zookeeper.connect": zookeeper_connect}
+        if voters:
+            # A broker in the ZooKeeper-to-KRaft migration (3.4+): still in ZooKeeper mode, registered with the KRaft
+            # quorum too, which becomes its controller (Kafka's migration guide, "Enter Migration Mode on the
+            # Brokers"; the inter-broker protocol pinned to the release's, as the guide requires).
+            settings |= {
+                "zookeeper.metadata.migration.enable": "true",
+                "controller.quorum.voters": _voters(voters),
+                "controller.listener.names": "CONTROLLER",
+            }
     else:
         settings = {
             "process.roles": roles.process_roles,
             "node.id": str(node_id),
-            "controller.quorum.voters": ",".join(f"{voter}@127.0.0.1:{port}" for voter, port in sorted(voters.items())),
+            "controller.quorum.voters": _voters(voters),
             "controller.listener.names": "CONTROLLER",
         }
     settings |= {
         "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items()),
         "listener.security.protocol.map": ",".join(
             f"{name}:{protocol}"
+            # CONTROLLER in ZooKeeper mode too: a broker in migration reaches the KRaft controllers on it.
             for name, protocol in (("PLAINTEXT", "PLAINTEXT"), ("SASL_SSL", "SASL_SSL"), ("CONTROLLER", "PLAINTEXT"))
-            if zookeeper_connect is None or name != "CONTROLLER"
         ),
         "log.dirs": str(data_dir),
         "num.partitions": "1",
@@ -130,6 +139,10 @@ def server_properties(
         }
     settings |= dict(extra or {})
     return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def _voters(voters: Mapping[int, int]) -> str:
+    return ",".join(f"{voter}@127.0.0.1:{port}" for voter, port in sorted(voters.items()))
 
 
 def _one_line_pem(text: str) -> str:
