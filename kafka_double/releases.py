@@ -80,6 +80,13 @@ class Release:
     version: str
     apis: dict[int, AdvertisedApi] = field(repr=False)
     metadata_mode: str = KRAFT  # ZOOKEEPER or KRAFT
+    #: The release table's row whose specs this release has: ``version`` itself, or for a patch release the table
+    #: lacks, the release of its line whose specs it shares (``PATCH_RELEASES``).
+    specs_release: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.specs_release:
+            object.__setattr__(self, "specs_release", self.version)
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -218,12 +225,22 @@ def _advertised(row: table.SpecRow, metadata_mode: str) -> AdvertisedApi | None:
     )
 
 
+#: Patch releases the table does not list, emulated from the specs of the release of their line that it does: their
+#: message specs give every API the same versions (``git diff <x.y.0> <patch> --
+#: clients/src/main/resources/common/message``: 2.8.2 rewrote a comment of MetadataRequest.json, 3.3.2 made
+#: JoinGroupResponse's GroupInstanceId ignorable, 3.7.1 and 3.7.2 changed no spec). What else a patch changed is
+#: told by its own number (``Release.key``: 3.7.2's SCRAM nonce check, for one). These are the ZooKeeper-mode
+#: releases real_kafka runs, and tests/e2e/test_zookeeper_releases.py compares them with the real brokers.
+PATCH_RELEASES: dict[str, str] = {"2.8.2": "2.8.0", "3.3.2": "3.3.0", "3.7.2": "3.7.0"}
+
+
 @functools.cache
 def get_release(release: str, metadata_mode: str | None = None) -> Release:
     """What an emulated ``release`` advertises in ``metadata_mode`` (None: :func:`default_metadata_mode`); raises
     UnknownReleaseError (a ValueError) naming the known releases, or a ValueError for a mode the release lacks."""
-    rows = table.release_rows(release)
+    specs = PATCH_RELEASES.get(release, release)
+    rows = table.release_rows(specs)
     mode = default_metadata_mode(release) if metadata_mode is None else metadata_mode
     check_metadata_mode(release, mode)
     apis = {row.api_key: api for row in rows if (api := _advertised(row, mode)) is not None}
-    return Release(version=release, apis=apis, metadata_mode=mode)
+    return Release(version=release, apis=apis, metadata_mode=mode, specs_release=specs)

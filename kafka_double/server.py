@@ -272,7 +272,7 @@ class BrokerServer:
         return _Dispatched(body, handler_for(req.api_key)(ctx, req, body), rng.name)
 
     def _rejected(self, req: RequestFrame) -> ProtocolError:
-        spec = table.ranges(self.release.version).get(req.api_key)
+        spec = table.ranges(self.release.specs_release).get(req.api_key)
         if spec is None:
             # Not an API of this release at all: Kafka fails earlier, in RequestHeader.parse.
             return ProtocolError(f"api key {req.api_key} is not an API of Kafka {self.release.version}")

@@ -21,35 +21,34 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
-from jmxquery import JMXConnection, JMXQuery
-from kafka.protocol.admin import DescribeConfigsRequest
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-from exporter.sources.object_name import parse_object_name
-from harness.clients import ClientKind, RealClient, start_client
-from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.specs import ListenerTls
 from real_kafka import KRAFT_RELEASES
 from tests.real_kafka.conftest import JMX_PASSWORD, JMX_USER, SCRAM_PASSWORD, SCRAM_USER, RealBrokers
-from tests.support.waiting import wait_for
+from tests.support.double_fidelity import (
+    LEGACY_NAME,
+    OURS,
+    Side,
+    api_versions,
+    cipher_gauges,
+    client_gauges,
+    deprecated_meters,
+    dump,
+    expected_deprecated_meter,
+    features,
+    fidelity_clients,
+    sasl_ssl_settings,
+    within,
+)
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.slow]
 
-KCAT_NAME, KCAT_VERSION = "fidelity-kcat", "5.6.7"
-LEGACY_NAME, LEGACY_VERSION = "fidelity-legacy", "0.9.9"
-OURS = {KCAT_NAME, "kafka-python", LEGACY_NAME}
 DOUBLE_IDS = {"3.9.2": 1, "4.4.0": 2}
-SOCKET_SERVER = "kafka.server:type=socket-server-metrics,*"
-DEPRECATED = "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,*"
-#: DescribeConfigs v0: deprecated in 3.9.2's specs, removed in 4.0 (4.4.0 answers UNSUPPORTED_VERSION and closes).
-DEPRECATED_REQUEST = (32, 0)
 
 #: Differences between the double and the real broker that are known, each with why; the test fails on any other
 #: and on any of these that disappears (then it is to be removed here).
@@ -76,17 +75,6 @@ ALLOWED_FEATURE_DIFFERENCES: dict[str, dict[str, tuple[object, object]]] = {
         "finalized:kraft.version": (None, (1, 1)),
     },
 }
-
-
-@dataclass(frozen=True)
-class Side:
-    """One broker, real or double: where its clients connect, its JMX and credentials."""
-
-    plaintext: int
-    sasl_ssl: int
-    jmx_url: str
-    jmx_user: str | None
-    jmx_password: str | None
 
 
 @pytest.fixture(scope="module")
@@ -130,100 +118,20 @@ def sides(real_brokers: RealBrokers, doubles: dict[str, DoubleCluster], release:
 @pytest.fixture(scope="module")
 def connected(real_brokers: RealBrokers, doubles: dict[str, DoubleCluster]) -> Iterator[dict[str, dict[str, Side]]]:
     """On every broker, real and double: kcat with a chosen identity on PLAINTEXT, kafka-python over SASL_SSL, and a
-    raw connection that announces itself and sends DescribeConfigs v0 once; all open for the module."""
+    raw connection that announces itself and sends DescribeConfigs v0 once (double_fidelity.fidelity_clients); all
+    open for the module."""
     by_release = {release: sides(real_brokers, doubles, release) for release in KRAFT_RELEASES}
-    clients: list[RealClient] = []
-    legacy: list[RawConnection] = []
-    sasl_ssl = {
-        "security_protocol": "SASL_SSL",
-        "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": SCRAM_USER,
-        "sasl_plain_password": SCRAM_PASSWORD,
-        "ssl_cafile": str(real_brokers.tls.ca_file),
-    }
-    try:
-        for side in (side for pair in by_release.values() for side in pair.values()):
-            clients.append(
-                start_client(
-                    ClientKind.KCAT,
-                    f"127.0.0.1:{side.plaintext}",
-                    software_name=KCAT_NAME,
-                    software_version=KCAT_VERSION,
-                )
-            )
-            clients.append(start_client(ClientKind.KAFKA_PYTHON, f"127.0.0.1:{side.sasl_ssl}", properties=sasl_ssl))
-            connection = RawConnection(side.plaintext)
-            legacy.append(connection)
-            hello = ApiVersionsRequest(
-                version=3, client_software_name=LEGACY_NAME, client_software_version=LEGACY_VERSION
-            )
-            connection.request(hello, correlation_id=1, client_id=LEGACY_NAME)
-            # 4.x: no DescribeConfigs v0 any more; the broker closes the connection.
-            with contextlib.suppress(ConnectionError):
-                connection.request(DescribeConfigsRequest(version=0, resources=[]), correlation_id=2)
+    sasl_ssl = sasl_ssl_settings(SCRAM_USER, SCRAM_PASSWORD, str(real_brokers.tls.ca_file))
+    with contextlib.ExitStack() as stack:
+        clients = [
+            client
+            for pair in by_release.values()
+            for side in pair.values()
+            for client in stack.enter_context(fidelity_clients(side, sasl_ssl))
+        ]
         for client in clients:
             client.wait_ready(60)
         yield by_release
-    finally:
-        for client in clients:
-            client.close()
-        for connection in legacy:
-            connection.close()
-
-
-def _within(condition: Callable[[], bool], seconds: float) -> bool:
-    try:
-        wait_for(condition, timeout=seconds, interval=1.0)
-    except AssertionError:
-        return False
-    return True
-
-
-def dump(side: Side) -> list[tuple[str, str, Any]]:
-    """(ObjectName, attribute, value) of the socket-server gauges and the deprecated-requests meters, in one JVM."""
-    queries = [JMXQuery(SOCKET_SERVER, "connections"), JMXQuery(DEPRECATED, "Count")]
-    results = JMXConnection(side.jmx_url, side.jmx_user, side.jmx_password).query(queries, timeout=60)
-    return [(q.mBeanName, q.attribute, q.value) for q in results]
-
-
-#: One gauge as compared: its ObjectName's keys in order, then listener, software name and version (client gauge)
-#: or cipher, protocol and listener (TLS-cipher gauge).
-Gauge = tuple[tuple[str, ...], str, str, str]
-
-
-def client_gauges(beans: list[tuple[str, str, Any]]) -> set[Gauge]:
-    """Our clients' live gauges. Neither the processor a connection lands on (the broker's round robin) nor the
-    number of connections is compared: kafka-python keeps its bootstrap connection beside the broker's for a
-    while or not, at its own pace, against either broker."""
-    live: dict[Gauge, int] = {}
-    for object_name, attribute, value in beans:
-        props = parse_object_name(object_name).properties
-        if attribute != "connections" or props.get("clientSoftwareName") not in OURS:
-            continue
-        key = (tuple(props), props["listener"], props["clientSoftwareName"], props["clientSoftwareVersion"])
-        live[key] = live.get(key, 0) + int(value)
-    # Zeros linger after a close (Kafka keeps them until a processor holds 100 keys), also from other modules.
-    return {key for key, count in live.items() if count > 0}
-
-
-def cipher_gauges(beans: list[tuple[str, str, Any]]) -> set[Gauge]:
-    """The TLS-cipher gauges, live or lingering at 0 (the shared real brokers keep earlier modules' zeros, which name
-    the same cipher suites)."""
-    out: set[Gauge] = set()
-    for object_name, attribute, _ in beans:
-        props = parse_object_name(object_name).properties
-        if attribute == "connections" and "cipher" in props:
-            out.add((tuple(props), props["cipher"], props["protocol"], props["listener"]))
-    return out
-
-
-def deprecated_meters(beans: list[tuple[str, str, Any]]) -> dict[tuple[tuple[str, str], ...], int]:
-    """Our legacy client's DeprecatedRequestsPerSec meters: {ObjectName key/value pairs in order: Count}."""
-    return {
-        tuple(parse_object_name(object_name).properties.items()): int(value)
-        for object_name, attribute, value in beans
-        if attribute == "Count" and f"clientSoftwareName={LEGACY_NAME}," in object_name
-    }
 
 
 @pytest.mark.parametrize("release", KRAFT_RELEASES)
@@ -234,7 +142,7 @@ def test_client_gauges_have_the_same_object_names(connected: dict[str, dict[str,
         return client_gauges(dump(pair["real"])) == client_gauges(dump(pair["double"]))
 
     # Each client's connections settle (bootstrap, then the broker's own address) at their own pace on each side.
-    if not _within(same, 60):  # SCRAM over TLS on a busy machine: many seconds
+    if not within(same, 60):  # SCRAM over TLS on a busy machine: many seconds
         assert client_gauges(dump(pair["real"])) == client_gauges(dump(pair["double"]))
     gauges = client_gauges(dump(pair["real"]))
     # 4.x closes the legacy connection at its DescribeConfigs v0.
@@ -260,17 +168,7 @@ def test_deprecated_requests_meters_have_the_same_tags(connected: dict[str, dict
     real, emulated = deprecated_meters(dump(pair["real"])), deprecated_meters(dump(pair["double"]))
     assert real == emulated
     if release.startswith("3."):
-        _, version = DEPRECATED_REQUEST
-        assert real == {
-            (
-                ("type", "RequestMetrics"),
-                ("name", "DeprecatedRequestsPerSec"),
-                ("request", "DescribeConfigs"),
-                ("version", str(version)),
-                ("clientSoftwareName", LEGACY_NAME),
-                ("clientSoftwareVersion", LEGACY_VERSION),
-            ): 1
-        }
+        assert real == expected_deprecated_meter()
     else:
         assert real == {}  # 4.x marks no version deprecated: no meter at all
 
@@ -291,21 +189,6 @@ def expected_differences(release: str, version: int) -> dict[str, tuple[object, 
     return out
 
 
-def api_versions(port: int, version: int) -> ApiVersionsResponse:
-    request = ApiVersionsRequest(version=version, client_software_name="fidelity", client_software_version="1.0")
-    with RawConnection(port) as connection:
-        frame = connection.request(request, correlation_id=1, client_id="fidelity")
-    response = ApiVersionsResponse.decode(frame, version=version, header=True, framed=True)
-    assert response.error_code == 0
-    return response
-
-
-def features(response: ApiVersionsResponse) -> dict[str, tuple[int, int]]:
-    supported = {f"supported:{f.name}": (f.min_version, f.max_version) for f in response.supported_features}
-    finalized = {f"finalized:{f.name}": (f.min_version_level, f.max_version_level) for f in response.finalized_features}
-    return supported | finalized
-
-
 @pytest.mark.parametrize("version", [3, 4])
 @pytest.mark.parametrize("release", KRAFT_RELEASES)
 def test_api_versions_answers_are_the_same(
@@ -313,6 +196,7 @@ def test_api_versions_answers_are_the_same(
 ) -> None:
     pair = sides(real_brokers, doubles, release)
     real, emulated = api_versions(pair["real"].plaintext, version), api_versions(pair["double"].plaintext, version)
+    assert real.error_code == 0 and emulated.error_code == 0
     ranges = {k.api_key: (k.min_version, k.max_version) for k in real.api_keys}
     assert ranges == {k.api_key: (k.min_version, k.max_version) for k in emulated.api_keys}
     real_features, double_features = features(real), features(emulated)
