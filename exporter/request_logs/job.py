@@ -318,10 +318,12 @@ def _report_data(
     )
 
 
-def _totals(built: InventoryTables) -> tuple[dict[str, int], tuple[int | None, int | None]]:
-    """Lines, malformed lines, the blocking and policy clients and every written table's rows; and the oldest and
-    newest log line. On a run over a few files each Spark job costs more than its data: the groups are aggregated
-    once, and the row counts come from the Parquet footers."""
+def _totals(built: InventoryTables) -> tuple[dict[str, int], tuple[int | None, int | None], list[str]]:
+    """Lines, malformed lines, lines of brokers before 1.0, the blocking and policy clients and every written table's
+    rows; the oldest and newest log line; and the files holding lines of brokers before 1.0. On a run over a few files
+    each Spark job costs more than its data: the groups are aggregated once, and the row counts come from the Parquet
+    footers."""
+    older = F.col("reason") == lf.REASON_OLDER_FORM
     row = built.groups.agg(
         F.sum("requests").alias("lines"),
         F.sum(F.when(F.col("reason").isNotNull() & (F.col("reason") != lf.REASON_FORWARDED), F.col("requests"))).alias(
@@ -329,6 +331,8 @@ def _totals(built: InventoryTables) -> tuple[dict[str, int], tuple[int | None, i
         ),
         F.min("first_ts").alias("first"),
         F.max("last_ts").alias("last"),
+        F.sum(F.when(older, F.col("requests"))).alias("older_form"),
+        F.array_sort(F.collect_set(F.when(older, F.col("sample_file")))).alias("older_files"),
     ).first()
     impact = built.upgrade_impact.select("kind", *tables.CLIENT_KEY).distinct()
     kinds = {r.kind: r["count"] for r in impact.groupBy("kind").count().collect()}
@@ -336,13 +340,14 @@ def _totals(built: InventoryTables) -> tuple[dict[str, int], tuple[int | None, i
     totals = {
         "lines": int(row.lines or 0) if row else 0,
         "malformed": int(row.malformed or 0) if row else 0,
+        "older_form": int(row.older_form or 0) if row else 0,
         "clients": rows["rows_clients"],
         "blocking": kinds.get(upgrade.KIND_API, 0),
         "policy": kinds.get(upgrade.KIND_POLICY, 0),
         "rejections": rows["rows_rejections"],
         **rows,
     }
-    return totals, ((row.first, row.last) if row else (None, None))
+    return totals, ((row.first, row.last) if row else (None, None)), list(row.older_files) if row else []
 
 
 def _write_outputs(
@@ -372,7 +377,15 @@ def _write_outputs(
         log.info("wrote %s", name)
     sc.setJobDescription("report")
     tables_written = dataclasses.replace(built, **written)
-    totals, time_range = _totals(tables_written)
+    totals, time_range, older_files = _totals(tables_written)
+    if older_files:
+        log.warning(
+            "%s: %s request line(s) written by %s (before 1.0), whose form this job does not read (it reads the text "
+            "form of Kafka 1.0 to 2.7 and the JSON form of 2.8 and later); counted as malformed",
+            ", ".join(older_files),
+            f"{totals['older_form']:,}",
+            lf.OLDER_FORM_RELEASES,
+        )
     html_text = report.render(_report_data(tables_written, options.target_release, totals, request_logs))
     outputs["report"] = output.write_text(spark, run_dir, REPORT_FILE, html_text)
     return outputs, milestones, totals, time_range

@@ -12,6 +12,14 @@ FILE_GLOB = "kafka-request.log*"
 COMPLETED = "Completed request:"
 JSON_MARKER = COMPLETED + "{"
 TEXT_MARKER = COMPLETED + "RequestHeader("
+#: How the lines of brokers before 1.0 go on after "Completed request:": 0.10 and 0.11 write the request header as a
+#: Struct (``{api_key=0,api_version=2,correlation_id=1,client_id=x} -- <body>``) or, for the requests still read into
+#: Scala objects (ControlledShutdown; Fetch too before 0.10.2), ``Name: <class>; Version: ...``
+#: (docs/kafka-facts/request-log.md#before-10). They carry no response (1.0+) and no clientInformation (2.5+); the
+#: job does not read them, and says so (``REASON_OLDER_FORM``). 1.0 brought the form the job reads, ``TEXT_LINE``.
+OLDER_FORM_STARTS = ("{api_key=", "Name: ")
+#: The release that wrote a line of an older form, as the job's message names it.
+OLDER_FORM_RELEASES = "Kafka 0.10 or 0.11"
 LOGGER_SUFFIX = " (kafka.request.logger)"
 CONNECTION_MARKER = " from connection "
 
@@ -125,6 +133,10 @@ REASON_UNREADABLE_FILE = "file cut off, corrupt or deleted while read: skipped w
 REASON_BAD_JSON = "JSON form: the JSON is cut off or invalid, or lacks requestHeader/connection"
 REASON_BAD_TEXT = "text form: the header or the ';totalTime:...' tail does not match the 2.x layout"
 REASON_UNKNOWN_API = "text form: apiKey names no API known in any release"
+REASON_OLDER_FORM = (
+    f"written by {OLDER_FORM_RELEASES} (before 1.0), whose form this job does not read: it reads the text form of "
+    "Kafka 1.0 to 2.7 and the JSON form of 2.8 and later"
+)
 #: Not malformed, and not a client's request on its own connection either: a broker sent it on to its controller in
 #: an Envelope (KRaft: CreateTopics of auto-creation or of an Admin, config and ACL changes). The controller logs it
 #: with the client's clientId and principal but on the broker's CONTROLLER connection, whose software is the
@@ -138,3 +150,10 @@ FORWARDED_PREFIX_CHARS = 96
 
 MALFORMED_SAMPLE_BUCKETS = 20  # at most this many sample lines per reason
 MALFORMED_SAMPLE_CHARS = 2000
+
+
+def older_form(line: str) -> bool:
+    """Whether ``line`` is a request line of a broker before 1.0 (``OLDER_FORM_STARTS``): what the Spark job's parse
+    tells with the same constants, for a reader without Spark."""
+    at = line.find(COMPLETED)
+    return at >= 0 and line.startswith(OLDER_FORM_STARTS, at + len(COMPLETED))

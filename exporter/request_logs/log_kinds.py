@@ -9,7 +9,8 @@ A broker's ``kafka.request.logger`` writes one of three logs (broker-config/ shi
   authenticates with SASL (librdkafka does) is answered by the authenticator, never logged
   (``SaslServerAuthenticator.handleApiVersionsRequest``, 4.3.0 lines 528-529 and 572-581), and its first logged
   request is Metadata, which every client then repeats at each metadata refresh (five minutes by default);
-* **INFO only**: the logger at INFO writes only the deprecated-version requests (3.9.1 and later).
+* **INFO only**: the logger at INFO writes only the deprecated-version requests (3.9.1 and later; older brokers log
+  no request at INFO, so their filtered log holds the identities alone).
 
 The kind is read from the lines' levels and API keys: a DEBUG line of another API than those two means full DEBUG;
 DEBUG lines that are all of them mean the filtered log; INFO lines alone, INFO only. A filtered log over a time when
@@ -56,6 +57,8 @@ CANNOT_TELL: Mapping[LogKind, tuple[str, ...]] = {
         "versions only)",
         "consumer groups' protocols (JoinGroup and SyncGroup are not kept)",
         "clients connected before the filtered log began, until they reconnect or refresh their metadata",
+        "on brokers before 3.9.1, requests in deprecated versions: those log every request at DEBUG, so the filter "
+        "drops them (the clients sending them are named, not their requests)",
     ),
     LogKind.INFO_ONLY: (
         "who runs each client software version: only clients sending a deprecated API version are named",

@@ -1,8 +1,9 @@
 """Request-log lines -> one typed row per line, with JVM-native expressions only (no Python UDFs).
 
 Both formats are read in one pass: the 2.8+ JSON form through ``from_json`` with an explicit schema (only the
-fields the inventory needs; Jackson skips the rest), the 2.x text form through ``regexp_extract`` with the
-patterns in ``log_format``. Every line gets either its fields or a ``reason`` saying why it was not usable.
+fields the inventory needs; Jackson skips the rest), the 1.0-2.7 text form through ``regexp_extract`` with the
+patterns in ``log_format``. Every line gets either its fields or a ``reason`` saying why it was not usable (a line of
+a broker before 1.0 is told apart by its form, ``log_format.REASON_OLDER_FORM``).
 """
 
 from __future__ import annotations
@@ -122,18 +123,23 @@ def _split_groups(rewritten: str, source: Column, count: int) -> Column:
 
 
 def _fast_fields(lines: DataFrame, enabled: bool = True) -> DataFrame:
-    """Adds ``is_json``/``is_text`` (what follows the first "Completed request:") and ``fast``: the header's
+    """Adds ``is_json``/``is_text``/``is_older`` (what follows the first "Completed request:": the JSON form, the
+    text form, or a form of a broker before 1.0) and ``fast``: the header's
     then the tail's groups (``log_format.HEAD_GROUPS`` + ``TAIL_GROUPS`` strings) of a line the fast-path
     patterns read, null for any other line."""
     line = F.col("line")
     completed = F.instr(line, lf.COMPLETED)
     text_start = lf.TEXT_MARKER[len(lf.COMPLETED) :]
     after = F.when(completed > 0, F.substr(line, completed + len(lf.COMPLETED), F.lit(len(text_start))))
+    older = F.lit(False)
+    for start in lf.OLDER_FORM_STARTS:
+        older = older | after.startswith(start)
     classified = lines.select(
         "line",
         "file",
-        F.coalesce(after.startswith("{"), F.lit(False)).alias("is_json"),
+        F.coalesce(after.startswith("{") & ~older, F.lit(False)).alias("is_json"),
         F.coalesce(after == text_start, F.lit(False)).alias("is_text"),
+        F.coalesce(older, F.lit(False)).alias("is_older"),
     )
     is_j, is_t = F.col("is_json"), F.col("is_text")
     json_head = F.substring_index(line, lf.JSON_HEAD_END, 1)
@@ -151,6 +157,7 @@ def _fast_fields(lines: DataFrame, enabled: bool = True) -> DataFrame:
         "file",
         "is_json",
         "is_text",
+        "is_older",
         "head",
         "tail",
         F.when(is_j, _groups(head, lf.JSON_HEAD, lf.HEAD_GROUPS))
@@ -165,7 +172,7 @@ def _fast_fields(lines: DataFrame, enabled: bool = True) -> DataFrame:
     )
     if not enabled:
         fast = F.lit(None).cast(T.ArrayType(_STR))
-    return rewritten.select("line", "file", "is_json", "is_text", fast.alias("fast"))
+    return rewritten.select("line", "file", "is_json", "is_text", "is_older", fast.alias("fast"))
 
 
 def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
@@ -200,6 +207,7 @@ def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
         "file",
         "is_json",
         "is_text",
+        "is_older",
         "fast",
         F.when(slow, F.regexp_extract(line, lf.TIMESTAMP, 1)).alias("slow_ts"),
         F.from_json(F.when(slow & is_j, json_frame), JSON_FRAME_SCHEMA).alias("j"),
@@ -232,6 +240,7 @@ def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
         "file",
         "is_json",
         "is_text",
+        "is_older",
         F.when(slow, F.col("slow_ts")).otherwise(fast_field(1)).alias("ts"),
         F.when(is_j, F.when(slow, j.requestHeader.requestApiKey).otherwise(fast_field(2).try_cast(_INT))).alias(
             "json_api_key"
@@ -268,7 +277,10 @@ def parse_lines(lines: DataFrame, fast_path: bool = True) -> DataFrame:
     json_ok = F.col("json_header_ok") & (~needs_body | F.col("jb").isNotNull())
     t_matched = (F.col("t_api") != "") & (F.col("connection") != "")
     reason = (
-        F.when(~is_j & ~is_t, F.lit(lf.REASON_NOT_REQUEST_LINE))
+        F.when(
+            ~is_j & ~is_t,
+            F.when(F.col("is_older"), F.lit(lf.REASON_OLDER_FORM)).otherwise(F.lit(lf.REASON_NOT_REQUEST_LINE)),
+        )
         .when(F.col("ts") == "", F.lit(lf.REASON_NO_TIMESTAMP))
         .when(is_j & ~json_ok, F.lit(lf.REASON_BAD_JSON))
         .when(is_t & ~t_matched, F.lit(lf.REASON_BAD_TEXT))
