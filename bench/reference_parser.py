@@ -146,7 +146,10 @@ def _parse_text(line: str, timestamp: str) -> ParsedLine | str:
 
 def parse_line(line: str) -> ParsedLine | str:
     """The parsed line, or the reason (a ``log_format.REASON_*``) it cannot be used."""
-    # The form is what follows the first "Completed request:".
+    # The form is what follows the first "Completed request:". A broker before 1.0 writes a form the job names, not
+    # reads (log_format.OLDER_FORM_STARTS).
+    if lf.older_form(line):
+        return lf.REASON_OLDER_FORM
     at = line.find(lf.COMPLETED)
     if at >= 0 and line.startswith(lf.JSON_MARKER, at):
         parse = _parse_json

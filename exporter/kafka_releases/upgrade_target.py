@@ -24,6 +24,14 @@ from exporter.kafka_releases import table
 DEFAULT_TARGET_RELEASE = "4.0.0"
 
 
+#: The APIs only brokers send one another in ZooKeeper mode: the controller's LeaderAndIsr, StopReplica and
+#: UpdateMetadata to every broker, and a broker's ControlledShutdown to the controller (their specs' listeners are
+#: zkBroker, and controller for ControlledShutdown: no client listener serves them). 4.0 has none of them, but the
+#: migration to KRaft ends them before the upgrade, so they never block it: a request log of a ZooKeeper-mode
+#: cluster holds them under the controller's broker id.
+ZOOKEEPER_MODE_BROKER_APIS = frozenset({4, 5, 6, 7})
+
+
 @dataclass(frozen=True, slots=True)
 class UpgradeTarget:
     """One release to upgrade to, with the spec range of every API it serves (an API it dropped has none)."""
@@ -32,7 +40,10 @@ class UpgradeTarget:
     served: Mapping[int, table.ApiRange]
 
     def blocks(self, api_key: int, version: int) -> bool:
-        """Whether a request of ``api_key`` at ``version`` fails against this release."""
+        """Whether a request of ``api_key`` at ``version`` fails against this release (never one of the APIs only
+        ZooKeeper-mode brokers send one another, which the migration to KRaft ends)."""
+        if api_key in ZOOKEEPER_MODE_BROKER_APIS:
+            return False
         served = self.served.get(api_key)
         return served is None or version < served.min_version
 

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from exporter.kafka_releases.upgrade_target import UpgradeTarget
+from exporter.kafka_releases.upgrade_target import ZOOKEEPER_MODE_BROKER_APIS, UpgradeTarget
 from exporter.policy import Policy
 from exporter.request_logs.layout import KIND_API_VERSION, UPGRADE_IMPACT_COLUMNS
 from exporter.request_logs.local_rows import local_table
@@ -53,7 +53,8 @@ def api_impact(spark: SparkSession, api_usage: DataFrame, target: UpgradeTarget)
     # UpgradeTarget.blocks as a join: no served range (left join misses) or a version below its minimum.
     removed_api = F.col("min_version_required").isNull()
     blocked = (
-        api_usage.join(F.broadcast(table), "api_key", "left")
+        api_usage.where(~F.col("api_key").isin(*sorted(ZOOKEEPER_MODE_BROKER_APIS)))
+        .join(F.broadcast(table), "api_key", "left")
         .where(removed_api | (F.col("api_version") < F.col("min_version_required")))
         .withColumn("reason", F.when(removed_api, REASON_API_REMOVED).otherwise(REASON_VERSION_REMOVED))
     )

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from exporter.kafka_releases.table import UnknownReleaseError, api_keys_by_name, release_rows
-from exporter.kafka_releases.upgrade_target import DEFAULT_TARGET_RELEASE, check_target_release, upgrade_target
+from exporter.kafka_releases.upgrade_target import (
+    DEFAULT_TARGET_RELEASE,
+    ZOOKEEPER_MODE_BROKER_APIS,
+    check_target_release,
+    upgrade_target,
+)
 
 KEY = api_keys_by_name()
 
@@ -20,12 +25,19 @@ KEY = api_keys_by_name()
         ("4.0.0", "JoinGroup", 1, True),
         ("4.0.1", "JoinGroup", 1, False),  # restored in 4.0.1 (KAFKA-19444)
         ("4.0.0", "Fetch", 99, False),  # above the maximum: clients negotiate down
-        ("4.0.0", "LeaderAndIsr", 7, True),  # the API is gone
+        # Gone in 4.0, but only ZooKeeper-mode brokers send it, to one another: the migration ends it first.
+        ("4.0.0", "LeaderAndIsr", 7, False),
+        ("4.0.0", "ControlledShutdown", 3, False),
         ("3.9.0", "Fetch", 3, False),
     ],
 )
 def test_the_issue_cases(release: str, api: str, version: int, blocks: bool) -> None:
     assert upgrade_target(release).blocks(KEY[api], version) is blocks
+
+
+def test_the_only_apis_4_0_dropped_are_those_zookeeper_mode_brokers_send_one_another() -> None:
+    dropped = set(upgrade_target("3.9.0").served) - set(upgrade_target("4.0.0").served)
+    assert dropped == set(ZOOKEEPER_MODE_BROKER_APIS)
 
 
 def test_deprecated_on_3_9_but_served_by_4_0_is_exactly_the_kip_896_exceptions() -> None:
