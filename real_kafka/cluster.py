@@ -1,7 +1,12 @@
 """A real Kafka cluster on 127.0.0.1: KRaft nodes (one combined node, ``process.roles=broker,controller``, or
-several: combined, or a controller beside brokers) or ZooKeeper-mode brokers beside a ZooKeeper server of their
-release's own (``zookeeper=True``, releases before 4.0). Every port is free at start, every file under the given
-directory.
+several: combined, or dedicated controllers, ``process.roles=controller``, beside brokers) or ZooKeeper-mode brokers
+beside a ZooKeeper server of their release's own (``zookeeper=True``, releases before 4.0). Every port is free at
+start, every file under the given directory.
+
+Dedicated controllers (``controllers=N``) are numbered apart from the brokers, from 3000 as in a cluster migrated
+from ZooKeeper (whose brokers keep their ids and whose new controllers take ids no broker has), and are the quorum's
+only voters; the brokers run ``process.roles=broker``. Such a cluster stops its brokers first, then its controllers:
+a broker's controlled shutdown asks the active controller.
 
 A ZooKeeper-mode cluster starts as an operator starts one: ZooKeeper first, then the SCRAM credentials written into
 it with ``kafka-configs --zookeeper`` (``kafka.admin.ConfigCommand``, which keeps ``--zookeeper`` for SCRAM users
@@ -27,7 +32,10 @@ from real_kafka.config import SCRAM_MECHANISM, NodePorts, NodeRoles
 from real_kafka.distribution import distribution
 from real_kafka.zookeeper import ZooKeeperServer
 
-__all__ = ["KafkaCluster", "new_cluster_id", "start_clusters"]
+__all__ = ["FIRST_CONTROLLER_ID", "KafkaCluster", "new_cluster_id", "start_clusters"]
+
+#: Where dedicated controllers' node ids begin (KafkaCluster(controllers=N)).
+FIRST_CONTROLLER_ID = 3000
 
 
 def new_cluster_id() -> str:
@@ -55,21 +63,31 @@ class KafkaCluster:
         options: NodeOptions | None = None,
         node_properties: Mapping[int, Mapping[str, str]] | None = None,
         zookeeper: bool = False,
+        controllers: int = 0,
+        first_controller_id: int = FIRST_CONTROLLER_ID,
     ) -> None:
         """``nodes`` nodes of ``release``, numbered from ``first_node_id``; with ``separate_controller`` the first
-        one is a controller only and the others brokers only, otherwise every node is combined and a voter. With
-        ``zookeeper`` every node is a ZooKeeper-mode broker and the cluster runs a ZooKeeper server.
-        ``options`` hold for every node; ``node_properties`` (node id -> server.properties settings) add to or
-        override ``options.extra_properties`` on the nodes they name only."""
+        one is a controller only and the others brokers only; with ``controllers`` that many dedicated controllers
+        (``process.roles=controller``, the quorum's voters) numbered from ``first_controller_id`` beside ``nodes``
+        brokers only; otherwise every node is combined and a voter. With ``zookeeper`` every node is a
+        ZooKeeper-mode broker and the cluster runs a ZooKeeper server. ``options`` hold for every node;
+        ``node_properties`` (node id -> server.properties settings) add to or override ``options.extra_properties``
+        on the nodes they name only."""
         options = options or NodeOptions()
         if nodes < 1 or (separate_controller and nodes < 2):
             raise ValueError("a cluster needs a node, and a separate controller needs a broker beside it")
-        if zookeeper and separate_controller:
+        if controllers < 0 or (controllers and separate_controller):
+            raise ValueError("dedicated controllers are either counted (controllers=N) or the first node, not both")
+        if zookeeper and (separate_controller or controllers):
             raise ValueError("a ZooKeeper-mode cluster has no KRaft controller: its controller is one of its brokers")
+        broker_ids = range(first_node_id, first_node_id + nodes)
+        controller_ids = range(first_controller_id, first_controller_id + controllers)
+        if set(broker_ids) & set(controller_ids):
+            raise ValueError(f"controller ids from {first_controller_id} overlap the brokers' from {first_node_id}")
         self.directory = directory
         self.scram_users = dict(options.scram_users)
         self.zookeeper = ZooKeeperServer(directory / "zookeeper", release, free_ports(1)[0]) if zookeeper else None
-        ids = list(range(first_node_id, first_node_id + nodes))
+        ids = [*broker_ids, *controller_ids]
         node_properties = node_properties or {}
         strangers = sorted(set(node_properties) - set(ids))
         if strangers:
@@ -82,13 +100,19 @@ class KafkaCluster:
             else options
             for node_id in ids
         }
-        roles = {
-            node_id: NodeRoles(
-                broker=not (separate_controller and node_id == ids[0]),
-                controller=not zookeeper and (not separate_controller or node_id == ids[0]),
-            )
-            for node_id in ids
-        }
+        if controllers:
+            roles = {
+                node_id: NodeRoles(broker=node_id in broker_ids, controller=node_id in controller_ids)
+                for node_id in ids
+            }
+        else:
+            roles = {
+                node_id: NodeRoles(
+                    broker=not (separate_controller and node_id == ids[0]),
+                    controller=not zookeeper and (not separate_controller or node_id == ids[0]),
+                )
+                for node_id in ids
+            }
         ports = {
             node_id: self._ports(roles[node_id], with_metrics=options.jmx_exporter_rules is not None) for node_id in ids
         }
@@ -134,6 +158,10 @@ class KafkaCluster:
     def brokers(self) -> Iterator[KafkaNode]:
         return (node for node in self.nodes.values() if node.roles.broker)
 
+    def controllers(self) -> Iterator[KafkaNode]:
+        """The KRaft voters: dedicated controllers, or combined nodes (none in ZooKeeper mode)."""
+        return (node for node in self.nodes.values() if node.roles.controller)
+
     def bootstrap(self, listener: str = "PLAINTEXT") -> str:
         return ",".join(node.bootstrap(listener) for node in self.brokers())
 
@@ -144,12 +172,16 @@ class KafkaCluster:
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM to every node at once, SIGKILL to those still running after ``timeout`` seconds. One node at a
         time would hang: the last voters of a quorum whose majority is gone cannot finish a controlled shutdown.
-        ZooKeeper last, once the brokers are gone."""
-        for node in self.nodes.values():
-            node.terminate()
+        Dedicated controllers once the brokers are gone (a broker's controlled shutdown asks the active
+        controller), ZooKeeper last."""
         deadline = time.monotonic() + timeout
-        for node in self.nodes.values():
-            node.wait_stopped(max(0.0, deadline - time.monotonic()))
+        dedicated = [node for node in self.nodes.values() if node.roles.controller and not node.roles.broker]
+        others = [node for node in self.nodes.values() if node not in dedicated]
+        for group in (others, dedicated):
+            for node in group:
+                node.terminate()
+            for node in group:
+                node.wait_stopped(max(0.0, deadline - time.monotonic()))
         if self.zookeeper is not None:
             self.zookeeper.terminate()
             self.zookeeper.wait_stopped(10.0)
