@@ -38,7 +38,7 @@ from exporter.snapshot import (
     ListenerOwn,
     SourceResult,
 )
-from exporter.sources.base import GAUGE_SOURCES
+from exporter.sources.base import GAUGE_SOURCES, SourceName
 
 # (listener, software name, software version)
 Landing = tuple[str, str, str]
@@ -75,6 +75,9 @@ class _Holder:
 
     reading: JmxReading | None
     facts: BrokerFacts | None
+    #: A dedicated KRaft controller's listener, which its channels land on, where no DescribeConfigs says it (see
+    #: _dedicated_controller_listener).
+    controller_listener: str | None = None
 
     @property
     def read(self) -> bool:
@@ -84,8 +87,31 @@ class _Holder:
         if reading is None or not reading.channels_read:
             return False
         holds_none = not any(channel.connections for channel in reading.channels)
-        known = reading.release is not None and self.facts is not None and self.facts.listeners is not None
-        return holds_none or known
+        listeners = self.controller_listener is not None or (
+            self.facts is not None and self.facts.listeners is not None
+        )
+        return holds_none or (reading.release is not None and listeners)
+
+
+def _dedicated_controller_listener(reading: JmxReading | None, brokers_say: set[str]) -> str | None:
+    """Where a dedicated KRaft controller's channels land, which DescribeConfigs cannot say (the exporter's Kafka
+    protocol side reaches brokers only): a node whose JMX shows the controller registration channel (KIP-919, on
+    controllers only, from 3.7) and no heartbeat channel (every KRaft broker's), only channels towards the
+    controllers, and client gauges on one listener alone. Kafka requires a controller-only node's listeners to be
+    exactly its controller.listener.names (KafkaConfig), so that listener is the first of them, where its channels
+    land; the brokers' own controller listener (`brokers_say`, from their DescribeConfigs) must be the same. None
+    otherwise: the node stays unread."""
+    if reading is None or not reading.channels_read or reading.release is None:
+        return None
+    held = {channel.channel for channel in reading.channels}
+    if "registration" not in held or "heartbeat" in held:
+        return None
+    if any(BY_NAME[channel].towards is not Towards.CONTROLLER for channel in held):
+        return None
+    listeners = {client.listener for client in reading.clients}
+    if len(listeners) != 1 or brokers_say - listeners:
+        return None
+    return listeners.pop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +135,8 @@ class _Doubt:
 
 def _listener(holder: _Holder, towards: Towards) -> str | None:
     """The listener of the destination a holder's channel lands on (see Towards)."""
+    if holder.controller_listener is not None:
+        return holder.controller_listener if towards is Towards.CONTROLLER else None
     assert holder.facts is not None and holder.facts.listeners is not None
     listeners = holder.facts.listeners
     if towards is Towards.INTER_BROKER:
@@ -154,13 +182,15 @@ def _may_be_zookeeper_mode(release: str | None, facts: BrokerFacts | None) -> bo
     return parsed is None or parsed.release[0] < 4
 
 
-def _doubt(holder: _Holder, controller: str | None, broker: str) -> _Doubt:
+def _doubt(holder: _Holder, controller: str | None, broker: str, outside: Mapping[str, int] | None) -> _Doubt:
     """What an unread broker may put on other brokers' gauges as `unknown`. When its JMX answered but its release or
     listeners are not known: what it was read to hold, per destination where the channel names it, one connection
     per other channel that may be counted as `unknown` (towards the controller only, for those that go to it). Else
     one connection per replica fetcher thread (from DescribeConfigs), per marker-like channel and, when it may be
     the ZooKeeper-mode controller (`controller`: the active one, when known), its channel to each broker, and a
-    ZooKeeper-mode broker's controlled-shutdown connection to the controller; no bound without either."""
+    ZooKeeper-mode broker's controlled-shutdown connection to the controller. Without either, a node that is no
+    broker of the cluster (`outside`, see _not_brokers) what a KRaft controller may hold towards brokers; else no
+    bound."""
     facts, reading = holder.facts, holder.reading
     release = reading.release if reading is not None else None
     if release is None and facts is not None and facts.inferred_release != "unknown":
@@ -181,7 +211,7 @@ def _doubt(holder: _Holder, controller: str | None, broker: str) -> _Doubt:
                 everywhere += 1
         return _Doubt(everywhere, {to: n + everywhere for to, n in named.items()}, to_controller, controller)
     if facts is None or facts.listeners is None:
-        return _Doubt(None, {})
+        return _Doubt(None, {}) if outside is None else _Doubt(0, outside)
     unnamed = _unnamed_unknown_channels(release)
     zookeeper_mode = _may_be_zookeeper_mode(release, facts)
     controls = 1 if zookeeper_mode and controller in (None, broker) else 0
@@ -228,18 +258,68 @@ def _doubt_by_broker(residual: Mapping[str, int], doubts: list[_Doubt]) -> dict[
     return out
 
 
+def _not_brokers(readings: Mapping[str, JmxReading | None], discovered: set[str] | None) -> dict[str, dict[str, int]]:
+    """The nodes polled for gauges that are no brokers of the cluster: its metadata, read this cycle
+    (`discovered`: the brokers polled for ApiVersions, which discovery keeps for ten minutes after they leave the
+    metadata; None when discovery did not answer), never listed them. Such a node is a dedicated KRaft controller
+    listed with the brokers (or one that stopped long ago): its channels go to the controllers, none to a broker's
+    listener but, in the ZooKeeper-to-KRaft migration, its connection to each ZooKeeper-mode broker (those that
+    say whether they are the ZooKeeper-mode controller, ActiveControllerCount; KRaft brokers do not). Node -> the
+    `unknown` connections it may hold towards each broker."""
+    if discovered is None:
+        return {}
+    zookeeper_mode = {
+        broker: 1
+        for broker, reading in readings.items()
+        if broker in discovered and reading is not None and reading.active_controller is not None
+    }
+    return {node: zookeeper_mode for node in readings if node not in discovered}
+
+
+def _in_doubt_because(
+    unread: tuple[str, ...],
+    doubts: Mapping[str, _Doubt],
+    residual: Mapping[str, int],
+    doubt: Mapping[str, int | None],
+    maybe_elsewhere: int,
+    readings: Mapping[str, JmxReading | None],
+) -> tuple[str, ...]:
+    """The unread nodes a landing's doubt comes from: for `unknown` (`doubt` not empty), those whose channels may
+    hold connections on one of its brokers; nodes whose gauges were not read, when channels without a destination
+    may have gone to them (`maybe_elsewhere`). Every unread node when neither says (never an empty reason)."""
+    because = {
+        node
+        for node in unread
+        if (doubt and any(doubts[node].towards(broker) != 0 for broker in residual))
+        or (maybe_elsewhere and readings.get(node) is None)
+    }
+    return tuple(node for node in unread if node in because) or unread
+
+
 def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAccount:
     """Match one cluster's gauges against its brokers' own channels (see the module's docstring)."""
     readings: dict[str, JmxReading | None] = {}
     facts: dict[str, BrokerFacts] = {}
+    discovered: set[str] = set()
+    discovery_answered = False
     for result in results:
         if result.key.cluster != cluster:
             continue
+        if result.key.source == SourceName.DISCOVERY:
+            discovery_answered = result.ok
+        elif result.key.source == SourceName.API_VERSIONS:
+            discovered.add(result.key.broker)
         if result.key.source in GAUGE_SOURCES:
             readings[result.key.broker] = result.reading_of(JmxReading)
         elif (broker_facts := result.reading_of(BrokerFacts)) is not None:
             facts[result.key.broker] = broker_facts
-    holders = {broker: _Holder(readings.get(broker), facts.get(broker)) for broker in sorted({*readings, *facts})}
+    brokers_say = {f.listeners.controller for f in facts.values() if f.listeners and f.listeners.controller}
+    holders = {}
+    for broker in sorted({*readings, *facts}):
+        broker_facts, reading = facts.get(broker), readings.get(broker)
+        described = broker_facts is not None and broker_facts.listeners is not None
+        alone = None if described else _dedicated_controller_listener(reading, brokers_say)
+        holders[broker] = _Holder(reading, broker_facts, alone)
     landings: dict[Landing, _Landing] = defaultdict(_Landing)
     for broker, reading in readings.items():
         for client in reading.clients if reading is not None else ():
@@ -275,8 +355,12 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
                 landing.exact[destination].append(share)
             elif connections:
                 landing.unnamed.append(share)
-    doubts = [_doubt(holders[broker], controller, broker) for broker in unread]
+    outside = _not_brokers(readings, discovered if discovery_answered else None)
+    doubts = [_doubt(holders[broker], controller, broker, outside.get(broker)) for broker in unread]
     gauges_unread = sum(1 for reading in readings.values() if reading is None)
+    # Per unread node, whether its channels may hold `unknown` connections on some broker: the status page names
+    # those, and the nodes whose gauges were not read, as the reason for a doubt, not every node unread.
+    doubting = {broker: doubt for broker, doubt in zip(unread, doubts, strict=True)}
     by_broker: list[BrokerListenerOwn] = []
     by_listener: list[ListenerOwn] = []
     for (listener, name, version), landing in sorted(landings.items()):
@@ -321,7 +405,7 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
                     unnamed_own,
                     unattributed,
                     in_doubt,
-                    unread if in_doubt else (),
+                    _in_doubt_because(unread, doubting, residual, doubt, maybe_elsewhere, readings) if in_doubt else (),
                 )
             )
     # Only brokers whose gauges are polled: a cluster polled over the Kafka protocol alone has none to judge.

@@ -19,10 +19,13 @@ from exporter.judging.clients import ClientJudge
 from exporter.judging.own_connections import account, active_controller
 from exporter.policy import load_policy
 from exporter.snapshot import (
+    CLUSTER_BROKER,
     BrokerFacts,
     BrokerListeners,
+    ChannelConnections,
     ClientConnections,
     JmxReading,
+    SourceKey,
     SourceResult,
 )
 from tests.unit.judging.readings import CLUSTER, UNKNOWN, jmx
@@ -190,9 +193,10 @@ def test_nodes_that_disagree_on_the_leader_place_nothing_on_either() -> None:
 
 def test_a_dedicated_controller_listed_with_the_brokers_puts_nothing_in_doubt_on_them() -> None:
     # Issue 51: a 3.9.2 cluster migrated to KRaft, brokers 1 and 2 (process.roles=broker), controller 3000 listed
-    # with its JMX URL. The Kafka protocol side reaches brokers only, so 3000 has no DescribeConfigs facts and counts
-    # as unread; what its JMX says it holds (its raft and registration channels, both towards itself) can put no
-    # `unknown` connection on a broker, so the 0.10.1.1 producer's connections there are certain.
+    # with its JMX URL. The Kafka protocol side reaches brokers only, so 3000 has no DescribeConfigs facts; with two
+    # listeners in its gauges, which of them its channels land on is not known, and it counts as unread; what its JMX
+    # says it holds (its raft and registration channels, both towards the controllers) can put no `unknown`
+    # connection on a broker, so the 0.10.1.1 producer's connections there are certain.
     brokers = {
         b: jmx(
             "3.9.2",
@@ -208,7 +212,7 @@ def test_a_dedicated_controller_listed_with_the_brokers_puts_nothing_in_doubt_on
     }
     controller = jmx(
         "3.9.2",
-        [("CONTROLLER", "apache-kafka-java", "3.9.2", 3)],
+        [("CONTROLLER", "apache-kafka-java", "3.9.2", 3), ("CONTROLLER_SSL", "apache-kafka-java", "3.9.2", 0)],
         [("raft-channel", None, 1), ("registration", None, 1)],
         quorum_leader=3000,
         active_controller=True,
@@ -223,3 +227,118 @@ def test_a_dedicated_controller_listed_with_the_brokers_puts_nothing_in_doubt_on
         ("2", "unknown"): 1,
     }
     assert not any(o.in_doubt for o in accounts[CLUSTER].by_listener if o.listener == "PLAINTEXT")
+
+
+def dedicated_39(legacy: Mapping[str, int]) -> dict[str, JmxReading]:
+    """Issue 51 on real_kafka (3.9.2, KafkaCluster(nodes=2, controllers=1)), as JMX showed it: brokers 1 and 2
+    fetching from each other; broker 1's forwarding, heartbeat and raft channels and broker 2's heartbeat and raft
+    channels go to controller 3000, the quorum's leader, whose own registration channel goes to itself, 6
+    connections on its CONTROLLER listener in all; `legacy`: the 0.10.1.1 producer's connections per broker."""
+    readings = {
+        b: jmx(
+            "3.9.2",
+            [("PLAINTEXT", *UNKNOWN, 1 + legacy.get(b, 0)), ("PLAINTEXT", "orders-app", "2.3.0", 1)],
+            [
+                ("replica-fetcher", "2" if b == "1" else "1", 1),
+                ("heartbeat", None, 1),
+                ("raft-channel", None, 1),
+                *([("forwarding", None, 1)] if b == "1" else []),
+            ],
+            quorum_leader=3000,
+        )
+        for b in ("1", "2")
+    }
+    readings["3000"] = jmx(
+        "3.9.2",
+        [("CONTROLLER", "apache-kafka-java", "3.9.2", 6), ("CONTROLLER", *UNKNOWN, 0)],
+        [("registration", None, 1)],
+        quorum_leader=3000,
+        active_controller=True,
+    )
+    return readings
+
+
+def without_controller_facts(readings: Mapping[str, JmxReading | None]) -> list[SourceResult]:
+    # The exporter's Kafka protocol side reaches brokers only: no ApiVersions or DescribeConfigs of 3000.
+    polled = cycle(readings, lambda b: FACTS_KRAFT_BROKER)
+    return [r for r in polled if not (r.key.broker == "3000" and r.key.source == "api_versions")]
+
+
+def test_a_dedicated_controller_listed_with_the_brokers_is_read_from_its_jmx_alone() -> None:
+    # Its JMX shows the registration channel (controllers only) and no heartbeat (every broker's), and gauges on one
+    # listener, which Kafka requires to be its controller.listener.names: its channels land there, as the brokers'
+    # DescribeConfigs say theirs do. Every connection on its listener is the nodes' own, and nothing is in doubt.
+    polled = without_controller_facts(dedicated_39({"1": 1, "2": 1}))
+    accounts = account([CLUSTER], polled)
+    assert accounts[CLUSTER].channels_read == {"1": True, "2": True, "3000": True}
+    on_controller = [o for o in accounts[CLUSTER].by_broker if o.broker == "3000"]
+    assert [(o.listener, o.connections, o.clients_certain) for o in on_controller] == [("CONTROLLER", 6, 0)]
+    assert sorted((s.channel, s.holder, s.connections) for s in on_controller[0].own) == [
+        ("forwarding", "1", 1),
+        ("heartbeat", "1", 1),
+        ("heartbeat", "2", 1),
+        ("raft-channel", "1", 1),
+        ("raft-channel", "2", 1),
+        ("registration", "3000", 1),
+    ]
+    assert not any(o.in_doubt or o.unattributed for o in accounts[CLUSTER].by_listener)
+    rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
+    assert {(r.broker, r.listener, r.software_name): r.violating for r in rows if r.violating} == {
+        ("1", "PLAINTEXT", "unknown"): 1,
+        ("2", "PLAINTEXT", "unknown"): 1,
+    }
+
+
+def test_a_node_with_a_heartbeat_channel_is_no_dedicated_controller() -> None:
+    # A combined node holds both: without DescribeConfigs, which of its listeners is the inter-broker one is not
+    # known, so it stays unread (and so does a controller whose gauges name a listener the brokers do not).
+    readings = dedicated_39({})
+    controller = readings["3000"]
+    readings["3000"] = dataclasses.replace(
+        controller, channels=(*controller.channels, ChannelConnections("heartbeat", None, 1))
+    )
+    assert account([CLUSTER], without_controller_facts(readings))[CLUSTER].channels_read["3000"] is False
+    readings["3000"] = dataclasses.replace(
+        controller, clients=tuple(dataclasses.replace(c, listener="QUORUM") for c in controller.clients)
+    )
+    assert account([CLUSTER], without_controller_facts(readings))[CLUSTER].channels_read["3000"] is False
+
+
+def with_discovery(polled: list[SourceResult], answered: bool = True) -> list[SourceResult]:
+    key = SourceKey(CLUSTER, CLUSTER_BROKER, "discovery")
+    return [*polled, SourceResult(key, answered, 0.1, 0.0, error_reason=None if answered else "timeout")]
+
+
+def test_a_listed_controller_whose_jmx_fails_hides_no_unnamed_client() -> None:
+    # Its JMX read timed out (seen on a loaded machine) or refused: it was never in the cluster's metadata, so it is
+    # no broker and holds nothing towards a broker's listener. Before, every `unknown` connection on every broker
+    # was in doubt for that cycle: the 0.10.1.1 producer's violations went to 0 and the alert's `for` began again.
+    readings: dict[str, JmxReading | None] = {**dedicated_39({"1": 1, "2": 1}), "3000": None}
+    polled = with_discovery(without_controller_facts(readings))
+    accounts = account([CLUSTER], polled)
+    assert accounts[CLUSTER].channels_read["3000"] is False
+    assert not any(o.in_doubt for o in accounts[CLUSTER].by_listener)
+    rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
+    assert {(r.broker, r.software_name): r.violating for r in rows if r.violating} == {
+        ("1", "unknown"): 1,
+        ("2", "unknown"): 1,
+    }
+    # Without an answer from discovery, whether 3000 is a broker is not known: what it may hold is unbounded.
+    accounts = account([CLUSTER], with_discovery(without_controller_facts(readings), answered=False))
+    assert {o.listener: o.in_doubt for o in accounts[CLUSTER].by_listener if o.in_doubt} == {"PLAINTEXT": 2}
+
+
+def test_a_controller_unread_in_the_migration_may_hold_one_connection_to_each_zookeeper_mode_broker() -> None:
+    # The KRaft controller of a ZooKeeper migration sends to every ZooKeeper-mode broker over a channel Kafka counts
+    # in no connection-count; its brokers say ActiveControllerCount (0: the KRaft controller is the active one).
+    readings: dict[str, JmxReading | None] = {
+        b: dataclasses.replace(reading, active_controller=False)
+        for b, reading in dedicated_39({"1": 1, "2": 2}).items()
+        if b != "3000"
+    }
+    readings["3000"] = None
+    accounts = account([CLUSTER], with_discovery(without_controller_facts(readings)))
+    doubted = {o.listener: (o.in_doubt, o.unread) for o in accounts[CLUSTER].by_listener if o.in_doubt}
+    assert doubted == {"PLAINTEXT": (2, ("3000",))}
+    rows = ClientJudge(load_policy(None), 100).judge(with_discovery(without_controller_facts(readings)), accounts)
+    assert {(r.broker, r.software_name): r.violating for r in rows if r.violating} == {("2", "unknown"): 1}
