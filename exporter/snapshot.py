@@ -70,6 +70,10 @@ class ChannelConnections:
     connections: int
 
 
+#: ZkMigrationState's value on a ZooKeeper-mode broker (ZkMigrationState.ZK in Kafka's metadata module).
+ZK_MIGRATION_STATE_ZK = 4
+
+
 @dataclass(frozen=True, slots=True)
 class JmxReading:
     clients: tuple[ClientConnections, ...] = ()
@@ -85,6 +89,22 @@ class JmxReading:
     # (raft-metrics current-leader). None: not said (no such MBean, or no leader known).
     active_controller: bool | None = None
     quorum_leader: int | None = None
+    # The ZooKeeper-to-KRaft migration (KIP-866) as this node says it: kafka.controller ZkMigrationState (0 none,
+    # 1 migration, 2 pre-migration, 3 post-migration, 4 a ZooKeeper-mode broker's own), and, on a KRaft controller,
+    # the brokers its migration channel manager sends to (ControllerChannelManager QueueSize per broker-id): the
+    # ZooKeeper-mode brokers, whose connections from it Kafka counts nowhere.
+    migration_state: int | None = None
+    propagating_to: tuple[str, ...] = ()
+
+    @property
+    def metadata_mode(self) -> str | None:
+        """How the node keeps its metadata, from what its JMX says (docs/own-connections.md): `zookeeper` (a
+        ZooKeeper-mode broker: a KafkaController and no KRaft client), `migrating` (a ZooKeeper-mode broker with a
+        KRaft client, in the migration), `kraft`; None when the reading says neither (a metrics endpoint)."""
+        if self.quorum_leader is None:
+            # A migrating broker whose KRaft client knows no leader yet reads as ZooKeeper mode for that cycle.
+            return "zookeeper" if self.active_controller is not None else None
+        return "migrating" if self.migration_state == ZK_MIGRATION_STATE_ZK else "kraft"
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +241,9 @@ class ListenerOwn:
     unattributed: int
     in_doubt: int
     unread: tuple[str, ...]
+    # The KRaft controllers whose migration connections to ZooKeeper-mode brokers, counted by no MBean, may be among
+    # those in doubt.
+    uncounted_from: tuple[str, ...] = ()
 
     @property
     def own_total(self) -> int:

@@ -1,4 +1,5 @@
-"""Broker families from ApiVersions: facts, advertised API version ranges, KIP-584 feature levels."""
+"""Broker families from ApiVersions: facts, advertised API version ranges, KIP-584 feature levels; and each node's
+metadata mode, from its JMX."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterator
 from prometheus_client.core import Metric
 
 from exporter.collectors import catalog
-from exporter.snapshot import BrokerFacts, Snapshot
+from exporter.snapshot import BrokerFacts, JmxReading, Snapshot
 
 
 def broker_families(snapshot: Snapshot) -> Iterator[Metric]:
@@ -26,4 +27,8 @@ def broker_families(snapshot: Snapshot) -> Iterator[Metric]:
             finalized.add_metric([cluster, broker, feature.name], feature.max_version)
         for feature in facts.supported_features:
             supported.add_metric([cluster, broker, feature.name], feature.max_version)
-    yield from (info, api_min, api_max, finalized, supported)
+    mode = catalog.BROKER_MODE_INFO.new()
+    for polled, reading in snapshot.readings(JmxReading):
+        if reading.metadata_mode is not None:
+            mode.add_metric([polled.cluster, polled.broker, reading.metadata_mode, reading.release or "unknown"], 1)
+    yield from (info, mode, api_min, api_max, finalized, supported)

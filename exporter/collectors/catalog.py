@@ -192,6 +192,14 @@ BROKER_RELEASE_INFO = Family(
     "apart), or unknown.",
     (KAFKA_CLUSTER, "broker", "host", "inferred_release"),
 )
+BROKER_MODE_INFO = Family(
+    "kafka_broker_mode_info",
+    Kind.GAUGE,
+    "How the node keeps its metadata, as its JMX says; always 1. mode is zookeeper (a ZooKeeper-mode broker), "
+    "migrating (a ZooKeeper-mode broker in the migration to KRaft) or kraft; release is its exact version "
+    "(app-info). Not served for a node whose reading says neither (a metrics endpoint).",
+    (KAFKA_CLUSTER, "broker", "mode", "release"),
+)
 API_VERSION_MIN = Family(
     "kafka_broker_api_version_min",
     Kind.GAUGE,
@@ -318,6 +326,7 @@ CATALOG: tuple[Family, ...] = (
     IDENTITY_SERIES_DROPPED,
     INVENTORY_TIMESTAMP,
     BROKER_RELEASE_INFO,
+    BROKER_MODE_INFO,
     API_VERSION_MIN,
     API_VERSION_MAX,
     FINALIZED_FEATURE_LEVEL,

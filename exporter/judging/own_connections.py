@@ -258,6 +258,27 @@ def _doubt_by_broker(residual: Mapping[str, int], doubts: list[_Doubt]) -> dict[
     return out
 
 
+def _uncounted(
+    readings: Mapping[str, JmxReading | None], facts: Mapping[str, BrokerFacts]
+) -> tuple[dict[tuple[str, str], int], tuple[str, ...]]:
+    """During the ZooKeeper-to-KRaft migration, the active KRaft controller holds a connection to each
+    ZooKeeper-mode broker (UpdateMetadata, LeaderAndIsr, StopReplica), counted as `unknown` on the broker's
+    inter-broker listener, and Kafka counts it in no connection-count (its channel manager's Metrics has no
+    reporter); its QueueSize gauges name the brokers. (listener, broker) -> how many such connections may be there,
+    and the controllers that may hold them: never counted as the brokers' own, never as a client's for certain."""
+    uncounted: dict[tuple[str, str], int] = defaultdict(int)
+    holders = []
+    for holder, reading in readings.items():
+        if reading is None or not reading.active_controller or reading.quorum_leader is None:
+            continue
+        for broker in reading.propagating_to:
+            listeners = facts[broker].listeners if broker in facts else None
+            if listeners is not None:
+                uncounted[(listeners.inter_broker, broker)] += 1
+                holders.append(holder)
+    return uncounted, tuple(sorted(set(holders)))
+
+
 def _not_brokers(readings: Mapping[str, JmxReading | None], discovered: set[str] | None) -> dict[str, dict[str, int]]:
     """The nodes polled for gauges that are no brokers of the cluster: its metadata, read this cycle
     (`discovered`: the brokers polled for ApiVersions, which discovery keeps for ten minutes after they leave the
@@ -357,6 +378,7 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
                 landing.unnamed.append(share)
     outside = _not_brokers(readings, discovered if discovery_answered else None)
     doubts = [_doubt(holders[broker], controller, broker, outside.get(broker)) for broker in unread]
+    uncounted, uncounted_from = _uncounted(readings, facts)
     gauges_unread = sum(1 for reading in readings.values() if reading is None)
     # Per unread node, whether its channels may hold `unknown` connections on some broker: the status page names
     # those, and the nodes whose gauges were not read, as the reason for a doubt, not every node unread.
@@ -384,6 +406,8 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
         maybe_elsewhere = min(left, unnamed_total) - surely_own
         left -= surely_own
         doubt = _doubt_by_broker(residual, doubts) if (name, version) == UNKNOWN_SOFTWARE else {}
+        migration = {broker: uncounted.get((listener, broker), 0) for broker in doubt}  # empty but for `unknown`
+        doubt = {broker: None if cap is None else cap + migration[broker] for broker, cap in doubt.items()}
         certain = _certain(residual, per_broker_unnamed, doubt, left)
         for broker, raw, own in broker_rows:
             if own or certain[broker] != raw:
@@ -406,6 +430,7 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
                     unattributed,
                     in_doubt,
                     _in_doubt_because(unread, doubting, residual, doubt, maybe_elsewhere, readings) if in_doubt else (),
+                    uncounted_from if in_doubt and any(migration.values()) else (),
                 )
             )
     # Only brokers whose gauges are polled: a cluster polled over the Kafka protocol alone has none to judge.

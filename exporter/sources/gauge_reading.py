@@ -19,6 +19,8 @@ def gauge_reading(
     release: str | None = None,
     active_controller: bool | None = None,
     quorum_leader: int | None = None,
+    migration_state: int | None = None,
+    propagating_to: Iterable[str] = (),
 ) -> JmxReading:
     """The reading of one broker's client gauges (zero-valued ones included: judging drops them, the suites
     count them), deprecated-request counts and, when the source could read them (`channels_read`), the broker's
@@ -46,4 +48,6 @@ def gauge_reading(
         release=release,
         active_controller=active_controller,
         quorum_leader=quorum_leader,
+        migration_state=migration_state,
+        propagating_to=tuple(sorted(set(propagating_to))),
     )

@@ -56,6 +56,10 @@ QUERIES: tuple[JMXQuery, ...] = (
     # (docs/kafka-facts/brokers-own-connections.md#which-node-holds-the-other-end).
     JMXQuery("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value"),
     JMXQuery("kafka.server:type=raft-metrics", "current-leader"),
+    # The ZooKeeper-to-KRaft migration: its state, and the brokers a KRaft controller's migration channel manager
+    # sends to, whose connections Kafka counts in no connection-count.
+    JMXQuery("kafka.controller:type=KafkaController,name=ZkMigrationState", "Value"),
+    JMXQuery("kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*", "Value"),
 )
 
 # How much of the jar's stderr/stdout goes into an error message: enough for the root cause.
@@ -191,6 +195,8 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
     release: str | None = None
     active_controller: bool | None = None
     quorum_leader: int | None = None
+    migration_state: int | None = None
+    propagating_to: list[str] = []
     for item in items:
         try:
             name = parse_object_name(str(item["mBeanName"]))
@@ -207,6 +213,13 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
         props = name.properties
         if attribute == "Value" and name.domain == "kafka.controller" and props.get("name") == "ActiveControllerCount":
             active_controller = count > 0
+            continue
+        if attribute == "Value" and name.domain == "kafka.controller" and props.get("name") == "ZkMigrationState":
+            migration_state = count
+            continue
+        if attribute == "Value" and name.domain == "kafka.controller" and props.get("name") == "QueueSize":
+            if "broker-id" in props:
+                propagating_to.append(props["broker-id"])
             continue
         if attribute == "current-leader" and name.domain == "kafka.server" and props.get("type") == "raft-metrics":
             # -1 while the node knows no leader.
@@ -255,6 +268,8 @@ def parse_reading(items: Iterable[dict]) -> JmxReading:
         release=release,
         active_controller=active_controller,
         quorum_leader=quorum_leader,
+        migration_state=migration_state,
+        propagating_to=propagating_to,
     )
 
 

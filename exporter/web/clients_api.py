@@ -35,6 +35,8 @@ The document::
           unattributed_connections  clients' for certain, but no one broker can be named for them
           unverified_connections    may be the channels of the `unread_brokers`
           unread_brokers   the brokers whose own channels could not be read, when some connections are in doubt
+          uncounted_from   the KRaft controllers whose migration connections to ZooKeeper-mode brokers (counted in
+                           no MBean) may be among those in doubt
 """
 
 from __future__ import annotations
@@ -142,6 +144,7 @@ def _brokers_own(snapshot: Snapshot, cluster: str) -> dict[str, Any]:
                 "unattributed_connections": on_listener.unattributed,
                 "unverified_connections": on_listener.in_doubt,
                 "unread_brokers": list(on_listener.unread),
+                "uncounted_from": list(on_listener.uncounted_from),
             }
         )
     return {

@@ -522,6 +522,9 @@ class _BrokerLine:
     broker: str
     facts: BrokerFacts | None  # None until a protocol source has answered
     statuses: list[tuple[str, _SourceStatus | None]]  # per source column; None when not polled
+    # From its JMX: how it keeps its metadata (zookeeper, migrating, kraft) and its exact release; None: not said.
+    mode: str | None = None
+    release: str | None = None
 
 
 def _brokers(snapshot: Snapshot, cluster: str) -> tuple[list[str], list[_BrokerLine]]:
@@ -535,6 +538,8 @@ def _brokers(snapshot: Snapshot, cluster: str) -> tuple[list[str], list[_BrokerL
     for broker in sorted(by_broker, key=_broker_order):
         results = by_broker[broker]
         facts = next((f for r in results.values() if (f := r.reading_of(BrokerFacts)) is not None), None)
+        reading = next((j for r in results.values() if (j := r.reading_of(JmxReading)) is not None), None)
         statuses = [(source, _source_status(results[source]) if source in results else None) for source in sources]
-        lines.append(_BrokerLine(broker, facts, statuses))
+        mode, release = (reading.metadata_mode, reading.release) if reading is not None else (None, None)
+        lines.append(_BrokerLine(broker, facts, statuses, mode, release))
     return sources, lines

@@ -106,6 +106,8 @@ def rich_snapshot() -> Snapshot:
         channels=(ChannelConnections("replica-fetcher", "3", 2), ChannelConnections("txn-marker-channel", None, 1)),
         channels_read=True,
         release="3.9.2",
+        # A KRaft node that knows the quorum's leader.
+        quorum_leader=3000,
     )
     facts = BrokerFacts(
         host="broker-1.prod:9092",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from exporter.judging.clients import ClientJudge
 from exporter.judging.own_connections import account, active_controller
@@ -342,3 +343,63 @@ def test_a_controller_unread_in_the_migration_may_hold_one_connection_to_each_zo
     assert doubted == {"PLAINTEXT": (2, ("3000",))}
     rows = ClientJudge(load_policy(None), 100).judge(with_discovery(without_controller_facts(readings)), accounts)
     assert {(r.broker, r.software_name): r.violating for r in rows if r.violating} == {("2", "unknown"): 1}
+
+
+def migrating_39(producer_on_2: int = 0) -> dict[str, JmxReading]:
+    """What JMX showed on 3.9.2 in the migration's dual-write phase (real_kafka: brokers 1 and 2 rolled into migration
+    mode, the metadata copied to KRaft controller 3000): each broker's quorum channel to the controller, node 1
+    leading both partitions, its marker connection to itself, and the controller's migration connection to each
+    broker, which Kafka counts nowhere: only its QueueSize gauges name them."""
+    common: dict[str, Any] = {"quorum_leader": 3000, "migration_state": 4, "active_controller": False}
+    return {
+        "1": dataclasses.replace(
+            jmx(
+                "3.9.2",
+                [("PLAINTEXT", *UNKNOWN, 3), ("PLAINTEXT", "apache-kafka-java", "3.9.2", 1)],
+                [
+                    ("txn-marker-channel", None, 1),
+                    ("raft-channel", None, 1),
+                    ("alter-partition", None, 1),
+                    ("AddPartitionsManager-channel", None, 1),
+                    ("quorum", None, 1),
+                ],
+            ),
+            **common,
+        ),
+        "2": dataclasses.replace(
+            jmx(
+                "3.9.2",
+                [("PLAINTEXT", *UNKNOWN, 1 + producer_on_2)],
+                [("quorum", None, 1), ("raft-channel", None, 1), ("replica-fetcher", "1", 1)],
+            ),
+            **common,
+        ),
+        "3000": dataclasses.replace(
+            jmx("3.9.2", [("CONTROLLER", "apache-kafka-java", "3.9.2", 6)], [("registration", None, 1)]),
+            quorum_leader=3000,
+            active_controller=True,
+            migration_state=1,
+            propagating_to=("1", "2"),
+        ),
+    }
+
+
+def test_in_the_migration_the_controllers_uncounted_connections_are_in_doubt_never_violations() -> None:
+    readings = migrating_39()
+    assert [readings[n].metadata_mode for n in ("1", "2", "3000")] == ["migrating", "migrating", "kraft"]
+    polled = [r for r in cycle(readings, lambda _: FACTS_KRAFT_BROKER) if r.key.broker != "3000" or r.reading]
+    polled = [r for r in polled if not (r.key.broker == "3000" and r.key.source == "api_versions")]
+    accounts = account([CLUSTER], polled)
+    rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
+    assert [r for r in rows if r.violating] == []
+    unknown = next(o for o in accounts[CLUSTER].by_listener if o.software_name == "unknown")
+    assert (unknown.in_doubt, unknown.uncounted_from) == (2, ("3000",))
+    # The quorum channels land on the controller's listener, placed on it.
+    controller = next(o for o in accounts[CLUSTER].by_listener if o.listener == "CONTROLLER")
+    assert controller.in_doubt == 0 and controller.unattributed == 0
+
+
+def test_zookeeper_and_kraft_nodes_say_their_mode() -> None:
+    assert jmx("3.9.2", [], [], active_controller=False).metadata_mode == "zookeeper"
+    assert jmx("4.4.0", [], [], quorum_leader=1).metadata_mode == "kraft"
+    assert jmx("4.4.0", [], []).metadata_mode is None

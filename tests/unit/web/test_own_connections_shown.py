@@ -148,3 +148,34 @@ def test_api_clients_names_the_unread_broker_and_what_is_in_doubt() -> None:
     assert doubt == {("unknown", "PLAINTEXT"): (3, ["3"]), ("apache-kafka-java", "PLAINTEXT"): (2, ["3"])}
     unknown = next(c for c in prod["clients"] if c["software_name"] == "unknown")
     assert (unknown["unverified_connections"], unknown["violating_connections"]) == (3, 1)
+
+
+def test_the_migrations_uncounted_connections_are_named_as_the_reason_for_the_doubt() -> None:
+    # The dual-write phase of a real 3.9.2 migration (tests/unit/judging/test_own_connections_controller.py): the
+    # KRaft controller's connections to the ZooKeeper-mode brokers, which Kafka counts nowhere, are in doubt.
+    from tests.unit.judging.readings import results as cycle
+    from tests.unit.judging.test_own_connections_controller import FACTS_KRAFT_BROKER, migrating_39
+
+    polled = [
+        r.__class__(replace(r.key, cluster="prod"), *[getattr(r, f) for f in r.__dataclass_fields__ if f != "key"])
+        for r in cycle(migrating_39(), lambda _: FACTS_KRAFT_BROKER)
+        if not (r.key.broker == "3000" and r.key.source == "api_versions")
+    ]
+    accounts = account(["prod"], polled)
+    snapshot = replace(
+        cluster_39(),
+        results=tuple(polled),
+        clients=ClientJudge(load_policy(None), 100).judge(polled, accounts),
+        own_by_broker=accounts["prod"].by_broker,
+        own_by_listener=accounts["prod"].by_listener,
+        broker_channels_read={("prod", b): read for b, read in accounts["prod"].channels_read.items()},
+    )
+    words = text(render_status_page(snapshot, NOW))
+    assert (
+        "On listener PLAINTEXT, 2 connections counted as unknown unknown may be the brokers' own channels or clients': "
+        "in the migration to KRaft the controller 3000 holds a connection to each ZooKeeper-mode broker that Kafka "
+        "counts in no MBean."
+    ) in words
+    prod = clients_document(snapshot)["clusters"]["prod"]
+    unknown = next(e for e in prod["brokers_own"]["listeners"] if e["software_name"] == "unknown")
+    assert unknown["uncounted_from"] == ["3000"]
