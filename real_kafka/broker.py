@@ -114,6 +114,8 @@ class KafkaNode:
         if layout.zookeeper_connect is None and not self._distribution.kraft_mode:
             raise ValueError(f"Kafka {release} is run in ZooKeeper mode only here (KRaft: {', '.join(KRAFT_RELEASES)})")
         self._jvm = JvmProcess(directory, f"Kafka node {node_id}")
+        # server.properties settings beyond the layout's: the options' own, and a reconfiguration's (see reconfigure).
+        self._extra: dict[str, str] = dict(options.extra_properties)
         self._launched_at = 0.0
         self.timings: list[StartTiming] = []
         self.config_dir = directory / "config"
@@ -167,20 +169,7 @@ class KafkaNode:
     def begin_format(self) -> subprocess.Popen[bytes] | None:
         """Write the configuration and start formatting; ``finish_format`` waits. A cluster formats its nodes in
         parallel: each format is a JVM start of its own. A ZooKeeper-mode broker has nothing to format (None)."""
-        self.config_dir.mkdir(parents=True, exist_ok=True)
-        self.properties_file.write_text(
-            server_properties(
-                self.node_id,
-                self.roles,
-                self.ports,
-                self.layout.voters,
-                self.data_dir,
-                brokers=self.layout.brokers,
-                tls=self.options.tls,
-                extra=self.options.extra_properties,
-                zookeeper_connect=self.layout.zookeeper_connect,
-            )
-        )
+        self._write_properties()
         self._write_logging()
         if self.zookeeper_mode:
             return None
@@ -228,19 +217,8 @@ class KafkaNode:
         self.layout = layout
         if roles is not None:
             self.roles = roles
-        self.properties_file.write_text(
-            server_properties(
-                self.node_id,
-                self.roles,
-                self.ports,
-                self.layout.voters,
-                self.data_dir,
-                brokers=self.layout.brokers,
-                tls=self.options.tls,
-                extra={**self.options.extra_properties, **(extra or {})},
-                zookeeper_connect=self.layout.zookeeper_connect,
-            )
-        )
+        self._extra = {**self.options.extra_properties, **(extra or {})}
+        self._write_properties()
 
     def launch(self) -> None:
         """Start the JVM and return at once (``wait_ready`` waits): nodes of one quorum must start together."""
@@ -325,6 +303,22 @@ class KafkaNode:
         else:
             assert self.ports.controller is not None
             probe(self.ports.controller, None)
+
+    def _write_properties(self) -> None:
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        self.properties_file.write_text(
+            server_properties(
+                self.node_id,
+                self.roles,
+                self.ports,
+                self.layout.voters,
+                self.data_dir,
+                brokers=self.layout.brokers,
+                tls=self.options.tls,
+                extra=self._extra,
+                zookeeper_connect=self.layout.zookeeper_connect,
+            )
+        )
 
     def _write_logging(self) -> None:
         self.logs = write_logging_config(

@@ -50,8 +50,8 @@ def silent_port() -> Iterator[int]:
 # - every module under tests/real_kafka/ is one unit: they share the session's real brokers, which would otherwise
 #   start again on each worker that got one of those modules;
 # - units start longest first, so that no long one is left to start at the end while the other workers are idle:
-#   the real brokers' unit, then every module with slow tests, then the rest, each group in collection order and
-#   each module's tests in their own order.
+#   the longest modules (_LONGEST), the real brokers' unit, then every module with slow tests, then the rest, each
+#   group in collection order and each module's tests in their own order.
 #   (xdist's own --loadscope-reorder sorts by the number of tests, which puts the unit tests first; test.sh turns
 #   it off.)
 _REAL_KAFKA = "tests/real_kafka"
@@ -80,8 +80,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     return RealBrokersShareOneUnit(config, log)
 
 
+#: The modules that take longest on one worker (minutes of real clusters each), started before everything else: the
+#: own-connections stories on six clusters one after another, the real ZooKeeper releases, the migration.
+_LONGEST = (
+    "tests/e2e/test_own_connections_real.py",
+    "tests/e2e/test_zookeeper_releases.py",
+    "tests/e2e/test_migration.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
+        module = item.nodeid.split("::", 1)[0]
+        if module in _LONGEST:
+            return -1
         if item.nodeid.startswith(f"{_REAL_KAFKA}/"):
             return 0
         return 1 if item.get_closest_marker("slow") else 2

@@ -1,0 +1,149 @@
+"""What the real-cluster stories of the brokers' own connections share (tests/e2e/test_own_connections_real.py,
+test_migration.py): the exporter's /metrics for one cluster, a wait that says what it saw on the way, and the
+0.10.1.1 producer, a client that never names itself."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness.clients import (
+    JAVA_CLIENT_OPTIONS,
+    LEGACY_JAVA_CLIENT_SOURCE,
+    LEGACY_JAVA_RELEASES,
+    LEGACY_PRODUCE_INTERVAL,
+    UNKNOWN,
+    ClientKind,
+    RealClient,
+)
+from harness.java_program import java_program_args
+from harness.kafka_jars import legacy_clients_classpath
+
+UNKNOWN_PAIR = (UNKNOWN.software_name, UNKNOWN.software_version)
+
+
+def legacy_producer(bootstrap: str, topic: str) -> RealClient:
+    """Kafka's Java producer 0.10.1.1 (LegacyJavaClient.java) producing to ``topic``: start_client's command with the
+    topic chosen, a bootstrap deadline long enough that it never gives up, and one Metadata request a second at
+    most while the topic is missing."""
+    release = LEGACY_JAVA_RELEASES[ClientKind.JAVA_0_10_1]
+    program = java_program_args(LEGACY_JAVA_CLIENT_SOURCE, legacy_clients_classpath(release))
+    argv = ["java", *JAVA_CLIENT_OPTIONS, *program, bootstrap, "--topic", topic, "--timeout", "3600"]
+    argv += ["--interval", str(LEGACY_PRODUCE_INTERVAL), "--client-id", "legacy-0.10.1"]
+    argv += ["--property", "retry.backoff.ms=1000"]
+    return RealClient(ClientKind.JAVA_0_10_1, argv, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Served:
+    """One /metrics page of the exporter, for one cluster."""
+
+    samples: list[tuple[str, dict[str, str], float]]
+    cycle_started: float
+
+    def of(self, name: str, **match: str) -> list[tuple[dict[str, str], float]]:
+        return [
+            (labels, value)
+            for sample, labels, value in self.samples
+            if sample == name and all(labels.get(key) == want for key, want in match.items())
+        ]
+
+    def raw(self) -> Counter[tuple[str, str, str, str]]:
+        """(broker, listener, name, version) -> kafka_client_connections."""
+        return self._count(
+            "kafka_client_connections", "broker", "listener", "client_software_name", "client_software_version"
+        )
+
+    def inter_broker(self) -> Counter[tuple[str, str, str, str, str]]:
+        """(broker or "", listener, name, version, channel) -> kafka_client_inter_broker_connections."""
+        return self._count(
+            "kafka_client_inter_broker_connections",
+            "broker",
+            "listener",
+            "client_software_name",
+            "client_software_version",
+            "channel",
+        )
+
+    def outbound(self) -> Counter[tuple[str, str, str]]:
+        """(holder, channel, destination or "") -> kafka_broker_outbound_connections."""
+        return self._count("kafka_broker_outbound_connections", "broker", "channel", "destination_broker")
+
+    def violations(self, reason: str) -> Counter[tuple[str, str, str, str]]:
+        """(broker or "", listener, name, version) -> kafka_client_policy_violation_connections{reason}."""
+        return self._count(
+            "kafka_client_policy_violation_connections",
+            "broker",
+            "listener",
+            "client_software_name",
+            "client_software_version",
+            reason=reason,
+        )
+
+    def unverified(self) -> Counter[tuple[str, str, str]]:
+        """(listener, name, version) -> kafka_client_unverified_connections."""
+        return self._count(
+            "kafka_client_unverified_connections", "listener", "client_software_name", "client_software_version"
+        )
+
+    def channels_read(self) -> dict[str, float]:
+        return {labels["broker"]: value for labels, value in self.of("kafka_client_exporter_broker_channels_read")}
+
+    def _count(self, name: str, *keys: str, **match: str) -> Counter[Any]:
+        counts: Counter[Any] = Counter()
+        for labels, value in self.of(name, **match):
+            counts[tuple(labels[key] for key in keys)] += int(value)
+        return +counts
+
+
+def fetch(url: str, timeout: float = 10.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return str(response.read().decode())
+
+
+def scrape(base: str, cluster: str) -> Served:
+    samples = [
+        (sample.name, dict(sample.labels), sample.value)
+        for family in text_string_to_metric_families(fetch(f"{base}/metrics"))
+        for sample in family.samples
+    ]
+    single = {name: value for name, labels, value in samples if not labels}
+    started = (
+        single["kafka_client_exporter_snapshot_timestamp_seconds"]
+        - single["kafka_client_exporter_cycle_duration_seconds"]
+    )
+    mine = [(name, labels, value) for name, labels, value in samples if labels.get("kafka_cluster") == cluster]
+    return Served(mine, started)
+
+
+def until(check: Callable[[], list[str]], timeout: float, what: str, poll: float = 0.25) -> None:
+    """Until ``check()`` finds no problem; in the failure, the last problems it found and, before them, the other
+    problems seen on the way (a wait that ends on a bad cycle would hide why the earlier ones did not match)."""
+    deadline = time.monotonic() + timeout
+    problems: list[str] = ["not checked yet"]
+    seen: dict[str, int] = {}
+    while True:
+        try:
+            problems = check()
+        except (OSError, urllib.error.HTTPError, KeyError) as exc:
+            problems = [repr(exc)]
+        if not problems:
+            return
+        for problem in problems:
+            seen[problem] = seen.get(problem, 0) + 1
+        if time.monotonic() > deadline:
+            earlier = [f"{n}x {problem}" for problem, n in seen.items() if problem not in problems]
+            pytest.fail(
+                f"{what}: not within {timeout:.0f} s:\n  "
+                + "\n  ".join(problems)[:6000]
+                + ("\nseen on the way:\n  " + "\n  ".join(earlier)[:6000] if earlier else "")
+            )
+        time.sleep(poll)
