@@ -186,15 +186,20 @@ class KafkaCluster:
             self.zookeeper.terminate()
             self.zookeeper.wait_stopped(10.0)
 
-    def start_zookeeper(self) -> None:
-        """ZooKeeper-mode only: start ZooKeeper and write the SCRAM users into it (the brokers' first start needs
-        both). ``start_clusters`` calls it."""
+    def launch_zookeeper(self) -> None:
+        """ZooKeeper-mode only: start ZooKeeper and return; ``add_scram_users`` waits for it. ``start_clusters``
+        calls both, each for every cluster at once: a ZooKeeper and each user's tool are a JVM start each."""
+        if self.zookeeper is not None:
+            self.zookeeper.launch()
+
+    def add_scram_users(self) -> list[tuple[str, subprocess.Popen[bytes]]]:
+        """Once ZooKeeper answers, start writing the SCRAM users into it (the brokers' first start needs them);
+        ``finish_scram_users`` waits."""
         if self.zookeeper is None:
-            return
-        self.zookeeper.launch()
+            return []
         self.zookeeper.wait_ready()
-        first = next(iter(self.nodes.values()))
-        adding = [
+        classpath = distribution(next(iter(self.nodes.values())).release).classpath
+        return [
             (
                 user,
                 subprocess.Popen(
@@ -203,7 +208,7 @@ class KafkaCluster:
                         "-Xshare:auto",
                         "-XX:TieredStopAtLevel=1",
                         "-cp",
-                        distribution(first.release).classpath,
+                        classpath,
                         "kafka.admin.ConfigCommand",
                         "--zookeeper",
                         self.zookeeper.connect,
@@ -222,6 +227,9 @@ class KafkaCluster:
             )
             for user, password in self.scram_users.items()
         ]
+
+    @staticmethod
+    def finish_scram_users(adding: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
         for user, process in adding:
             output, _ = process.communicate(timeout=120)
             if process.returncode != 0:
@@ -244,17 +252,20 @@ def start_clusters(*clusters: KafkaCluster, timeout: float = 120.0) -> list[list
     elects a leader only once a majority runs), then each waited for. On failure everything is stopped."""
     nodes = [node for cluster in clusters for node in cluster.nodes.values()]
     formatting: list[tuple[KafkaNode, subprocess.Popen[bytes] | None]] = []
+    adding: list[tuple[str, subprocess.Popen[bytes]]] = []
     try:
         for cluster in clusters:
-            cluster.start_zookeeper()
+            cluster.launch_zookeeper()
+        adding += [process for cluster in clusters for process in cluster.add_scram_users()]
         formatting += [(node, node.begin_format()) for node in nodes]
+        KafkaCluster.finish_scram_users(adding)
         for node, process in formatting:
             node.finish_format(process)
         for node in nodes:
             node.launch()
         return [[node.wait_ready(timeout) for node in cluster.nodes.values()] for cluster in clusters]
     except BaseException:
-        for _, process in formatting:
+        for _, process in [*formatting, *adding]:
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
