@@ -2,13 +2,16 @@
 every dashboard panel and the alerts against it: one KRaft cluster in the middle of a rolling upgrade from 3.9.2 to
 4.4.0, with every kind of client the product judges.
 
-- Nodes (all on 127.0.0.1): node 1, Kafka 3.9.2, controller and broker (the quorum's only voter); nodes 2 and 3,
-  Kafka 4.4.0, brokers. Every node's storage is formatted by 3.9.2's tool, as when the cluster was created
+- Nodes (all on 127.0.0.1): node 3000, Kafka 3.9.2, a dedicated controller (``process.roles=controller``, the
+  quorum's only voter), as production KRaft clusters run them; node 1, Kafka 3.9.2, and nodes 2 and 3, Kafka 4.4.0,
+  brokers only. Every node's storage is formatted by 3.9.2's tool, as when the cluster was created
   (metadata.version 3.9-IV0); nodes 2 and 3 then start under 4.4.0 over it, as a rolling upgrade restarts each
   node under the new release. The mix is legal because metadata.version stays 3.9-IV0 until the upgrade is
-  finalized (``kafka-features.sh upgrade --release 4.4``). Remote JMX with a password on each node, the request log
-  in its own file (each release's own log4j format) as broker-config/ ships it: one line per connection (its
-  ApiVersions request) and the requests in deprecated versions, what production can afford.
+  finalized (``kafka-features.sh upgrade --release 4.4``). The exporter lists every node with its JMX URL, the
+  controller too, as an operator lists them: the controller's own channels and its CONTROLLER listener are read and
+  judged like the brokers'. Remote JMX with a password on each node, the request log in its own file (each
+  release's own log4j format) as broker-config/ ships it: one line per connection (its ApiVersions request) and the
+  requests in deprecated versions, what production can afford.
 - Topic ``demo``, which every producer of harness.clients writes to, with its one replica on node 1: the
   legacy client's Produce v2 goes to the one broker that still serves it. Topic ``demo-replicated``, three partitions
   on every node: the brokers' replica fetchers, which send no ApiVersions, connect to each other as they do in any
@@ -81,6 +84,7 @@ from real_kafka.jmx import JmxAuth
 from real_kafka.rolling_upgrade import Finalized, NodeBack, NodeStopped, RollEvent, RollingUpgrade, RollInterrupted
 
 __all__ = [
+    "CONTROLLERS",
     "LATE_CLIENT",
     "LEGACY_CLIENT",
     "NODES",
@@ -100,11 +104,16 @@ METADATA_VERSION = "3.9-IV0"
 class NodePlan:
     node_id: int
     release: str
-    #: A controller too (the quorum's only voter); every node is a broker.
+    #: A controller (a voter of the quorum).
     controller: bool
+    #: A broker; a controller that is no broker is a dedicated one (``process.roles=controller``).
+    broker: bool = True
 
 
-NODES = (NodePlan(1, "3.9.2", controller=True), NodePlan(2, "4.4.0", False), NodePlan(3, "4.4.0", False))
+#: The mid-upgrade cluster's brokers.
+NODES = (NodePlan(1, "3.9.2", controller=False), NodePlan(2, "4.4.0", False), NodePlan(3, "4.4.0", False))
+#: Its dedicated controller, numbered apart from the brokers as in a cluster migrated from ZooKeeper.
+CONTROLLERS = (NodePlan(3000, CREATED_WITH, controller=True, broker=False),)
 #: --rolling-upgrade: the cluster before the upgrade, three voters so that the quorum keeps its majority while one
 #: node is down.
 ROLLING_NODES = tuple(NodePlan(node_id, "3.9.2", controller=True) for node_id in (1, 2, 3))
@@ -154,22 +163,24 @@ class UpgradingCluster:
     (``begin_format``, ``finish_format``, ``launch``, ``wait_ready``) so that every process is recorded before
     anything waits on it, and ``stop`` (by pid) stops whatever has started."""
 
-    def __init__(self, directory: Path, options: NodeOptions, plans: tuple[NodePlan, ...] = NODES) -> None:
+    def __init__(
+        self, directory: Path, options: NodeOptions, plans: tuple[NodePlan, ...] = (*NODES, *CONTROLLERS)
+    ) -> None:
         self.directory = directory
         self.plans = plans
-        roles = {plan.node_id: NodeRoles(broker=True, controller=plan.controller) for plan in plans}
+        roles = {plan.node_id: NodeRoles(broker=plan.broker, controller=plan.controller) for plan in plans}
         ports = {}
         for plan in plans:
             plaintext, controller, jmx, jmx_rmi = free_ports(4)
             ports[plan.node_id] = NodePorts(
-                plaintext=plaintext,
+                plaintext=plaintext if plan.broker else None,
                 sasl_ssl=None,
                 controller=controller if plan.controller else None,
                 jmx=jmx,
                 jmx_rmi=jmx_rmi,
             )
         voters = {node_id: port.controller for node_id, port in ports.items() if port.controller is not None}
-        layout = ClusterLayout(new_cluster_id(), voters, brokers=len(plans))
+        layout = ClusterLayout(new_cluster_id(), voters, brokers=sum(plan.broker for plan in plans))
         self.layout = layout
 
         def node(plan: NodePlan, release: str) -> KafkaNode:
@@ -192,7 +203,7 @@ class UpgradingCluster:
         return self.nodes[node_id]
 
     def bootstrap(self) -> str:
-        return ",".join(node.bootstrap() for node in self.nodes.values())
+        return ",".join(node.bootstrap() for node in self.nodes.values() if node.roles.broker)
 
     def begin_format(self) -> None:
         """Start formatting every node's storage at once (a JVM each); ``finish_format`` waits."""
@@ -215,12 +226,13 @@ class UpgradingCluster:
         return self.timings
 
     def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM to the brokers, then to the controller once they are gone: a broker's controlled shutdown asks the
-        controller, which must still be there. SIGKILL to any still running after ``timeout`` seconds."""
+        """SIGTERM to the brokers, then to the controllers once they are gone: a broker's controlled shutdown asks
+        the controller, which must still be there. SIGKILL to any still running after ``timeout`` seconds."""
         for process in self._formatting:
             if process is not None and process.poll() is None:
                 process.kill()
                 process.wait()
+        # Combined nodes are controllers too: they go last with the dedicated ones.
         brokers_only = [node for node in self.nodes.values() if not node.roles.controller]
         controllers = [node for node in self.nodes.values() if node.roles.controller]
         for group in (brokers_only, controllers):
@@ -242,14 +254,19 @@ class UpgradingCluster:
             f"{self.format_seconds:.1f} s",
         ]
         for node in self.nodes.values():
-            roles = "controller and broker" if node.roles.controller else "broker"
-            listeners = f"PLAINTEXT {node.bootstrap()}"
-            if node.ports.controller is not None:
-                listeners += f", CONTROLLER 127.0.0.1:{node.ports.controller}"
+            kind = "broker" if node.roles.broker else "controller"
+            roles = {(True, True): "controller and broker", (True, False): "broker"}.get(
+                (node.roles.broker, node.roles.controller), "dedicated controller (the quorum's only voter)"
+            )
+            listeners = ", ".join(
+                f"{name} 127.0.0.1:{port}"
+                for name, port in (("PLAINTEXT", node.ports.plaintext), ("CONTROLLER", node.ports.controller))
+                if port is not None
+            )
             timing = self.timings.get(node.node_id)
             ready = f", ready {timing.wall_seconds:.1f} s after launch" if timing else ""
             lines.append(
-                f"demo:   broker {node.node_id}: Apache Kafka {node.release}, {roles}; {listeners}; JMX "
+                f"demo:   {kind} {node.node_id}: Apache Kafka {node.release}, {roles}; {listeners}; JMX "
                 f"{node.jmx_url} (user {JMX_USER}); pid {node.pid}{ready}; logs in {node.logs.directory}"
             )
         return lines
@@ -478,9 +495,12 @@ def running_demo(
         plans = ROLLING_NODES
         options = NodeOptions(jmx_auth=jmx, extra_properties=ROLLING_PROPERTIES, request_log=request_log)
     else:
-        plans, options = NODES, NodeOptions(jmx_auth=jmx, request_log=request_log)
+        plans, options = (*NODES, *CONTROLLERS), NodeOptions(jmx_auth=jmx, request_log=request_log)
     cluster = UpgradingCluster(data_dir / "kafka", options, plans)
-    releases = ", ".join(f"{plan.release}{' (controller)' if plan.controller else ''}" for plan in plans)
+    releases = ", ".join(
+        f"{plan.release}{'' if not plan.controller else ' (controller)' if plan.broker else ' (dedicated controller)'}"
+        for plan in plans
+    )
     say(f"demo: starting Apache Kafka's own brokers: {releases}, one KRaft cluster, under {cluster.directory} ...")
     say(
         "demo: each broker's request log is the one broker-config/ ships: a line per connection (its ApiVersions "
