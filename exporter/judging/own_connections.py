@@ -284,15 +284,14 @@ def _not_brokers(readings: Mapping[str, JmxReading | None], discovered: set[str]
     (`discovered`: the brokers polled for ApiVersions, which discovery keeps for ten minutes after they leave the
     metadata; None when discovery did not answer), never listed them. Such a node is a dedicated KRaft controller
     listed with the brokers (or one that stopped long ago): its channels go to the controllers, none to a broker's
-    listener but, in the ZooKeeper-to-KRaft migration, its connection to each ZooKeeper-mode broker (those that
-    say whether they are the ZooKeeper-mode controller, ActiveControllerCount; KRaft brokers do not). Node -> the
-    `unknown` connections it may hold towards each broker."""
+    listener but, in the ZooKeeper-to-KRaft migration, its connection to each ZooKeeper-mode broker (as its JMX
+    says: JmxReading.metadata_mode). Node -> the `unknown` connections it may hold towards each broker."""
     if discovered is None:
         return {}
     zookeeper_mode = {
         broker: 1
         for broker, reading in readings.items()
-        if broker in discovered and reading is not None and reading.active_controller is not None
+        if broker in discovered and reading is not None and reading.metadata_mode in ("zookeeper", "migrating")
     }
     return {node: zookeeper_mode for node in readings if node not in discovered}
 

@@ -331,9 +331,10 @@ def test_a_listed_controller_whose_jmx_fails_hides_no_unnamed_client() -> None:
 
 def test_a_controller_unread_in_the_migration_may_hold_one_connection_to_each_zookeeper_mode_broker() -> None:
     # The KRaft controller of a ZooKeeper migration sends to every ZooKeeper-mode broker over a channel Kafka counts
-    # in no connection-count; its brokers say ActiveControllerCount (0: the KRaft controller is the active one).
+    # in no connection-count; its brokers say they are ZooKeeper-mode brokers in the migration (ZkMigrationState 4,
+    # ActiveControllerCount 0: the KRaft controller is the active one).
     readings: dict[str, JmxReading | None] = {
-        b: dataclasses.replace(reading, active_controller=False)
+        b: dataclasses.replace(reading, active_controller=False, migration_state=4)
         for b, reading in dedicated_39({"1": 1, "2": 2}).items()
         if b != "3000"
     }
