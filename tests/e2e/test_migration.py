@@ -33,14 +33,22 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from exporter import __version__ as EXPORTER_VERSION
-from harness.clients import ClientKind, RealClient, start_client
+from harness.clients import RealClient
 from harness.exporter_process import running_exporter, write_config
 from harness.ports import free_port
 from real_kafka import JmxAuth, KafkaCluster, NodeOptions
 from real_kafka.connections import Listener, count_connections
 from real_kafka.migration import Migration
 from real_kafka.rolling_upgrade import wait_in_sync
-from tests.support.own_connections import UNKNOWN_PAIR, Served, fetch, legacy_producer, scrape, until
+from tests.support.own_connections import (
+    UNKNOWN_PAIR,
+    Served,
+    fetch,
+    legacy_producer,
+    scrape,
+    start_kcat_clients,
+    until,
+)
 from tests.support.status_page import tables_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
@@ -52,7 +60,6 @@ INTERVAL = 1.0
 TOPIC = "demo"
 CONTROLLER = 3000
 PLAINTEXT = "PLAINTEXT"
-KCAT_CLIENTS = (("orders-app", "2.3.0", "orders"), ("billing", "1.4.2", "billing"))
 
 
 @dataclass
@@ -172,13 +179,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         finally:
             admin.close()
         wait_in_sync(cluster.bootstrap(), 60)
-        clients = []
-        for name, version, client_id in KCAT_CLIENTS:
-            client = start_client(
-                ClientKind.KCAT, cluster.bootstrap(), software_name=name, software_version=version, client_id=client_id
-            )
-            running.callback(client.close)
-            clients.append(client)
+        clients = list(start_kcat_clients(cluster.bootstrap(), running).values())
         legacy = legacy_producer(cluster.bootstrap(), TOPIC)
         running.callback(legacy.close)
         for client in [*clients, legacy]:

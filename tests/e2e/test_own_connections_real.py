@@ -79,7 +79,7 @@ from real_kafka import KRAFT_RELEASES, ZOOKEEPER_RELEASES, JmxAuth, KafkaCluster
 from real_kafka.connections import Listener, count_connections
 from real_kafka.jmx import jmx_url
 from real_kafka.rolling_upgrade import wait_in_sync
-from tests.support.own_connections import Served, fetch, legacy_producer, scrape, until
+from tests.support.own_connections import Served, fetch, legacy_producer, scrape, start_kcat_clients, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
 
@@ -108,7 +108,6 @@ BROKER_PROPERTIES = {
     "auto.create.topics.enable": "false",
 }
 NODE_PROPERTIES = {TWO_FETCHERS: {"num.replica.fetchers": "2"}}
-KCAT_CLIENTS = (("orders-app", "2.3.0", "orders"), ("billing", "1.4.2", "billing"))
 KAFKA_PYTHON = ("kafka-python", package_version("kafka-python"))
 
 #: The channels a broker holds towards other brokers' inter-broker listener, and towards the controllers' listener
@@ -497,13 +496,7 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         finally:
             admin.close()
         wait_in_sync(cluster.bootstrap(), 60)
-        clients: dict[str, RealClient] = {}
-        for name, version, client_id in KCAT_CLIENTS:
-            client = start_client(
-                ClientKind.KCAT, cluster.bootstrap(), software_name=name, software_version=version, client_id=client_id
-            )
-            running.callback(client.close)
-            clients[client_id] = client
+        clients = start_kcat_clients(cluster.bootstrap(), running)
         if release.startswith("4."):  # share groups (KIP-932)
             client = start_client(
                 ClientKind.JAVA,

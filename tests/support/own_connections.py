@@ -4,6 +4,7 @@ test_migration.py): the exporter's /metrics for one cluster, a wait that says wh
 
 from __future__ import annotations
 
+import contextlib
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +24,7 @@ from harness.clients import (
     UNKNOWN,
     ClientKind,
     RealClient,
+    start_client,
 )
 from harness.java_program import java_program_args
 from harness.kafka_jars import legacy_clients_classpath
@@ -147,3 +149,21 @@ def until(check: Callable[[], list[str]], timeout: float, what: str, poll: float
                 + ("\nseen on the way:\n  " + "\n  ".join(earlier)[:6000] if earlier else "")
             )
         time.sleep(poll)
+
+
+#: Clients that name themselves, as the stories connect them: kcat with a chosen (software name, version) and client
+#: id.
+KCAT_CLIENTS = (("orders-app", "2.3.0", "orders"), ("billing", "1.4.2", "billing"))
+
+
+def start_kcat_clients(bootstrap: str, running: contextlib.ExitStack) -> dict[str, RealClient]:
+    """The KCAT_CLIENTS, started against ``bootstrap`` and closed when ``running`` ends; client id -> client (each to
+    be waited for with ``wait_ready``)."""
+    clients = {}
+    for name, version, client_id in KCAT_CLIENTS:
+        client = start_client(
+            ClientKind.KCAT, bootstrap, software_name=name, software_version=version, client_id=client_id
+        )
+        running.callback(client.close)
+        clients[client_id] = client
+    return clients
