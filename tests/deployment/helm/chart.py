@@ -19,10 +19,15 @@ PACKAGING = "run scripts/package-chart.sh"
 Helm = Callable[..., subprocess.CompletedProcess]
 
 
-def make_helm(home: Path) -> Helm:
-    """helm with its cache, config and data under `home` (no state shared with the user's helm)."""
+def make_helm(home: Path, kubeconfig: Path | None = None) -> Helm:
+    """helm with its cache, config and data under `home` (no state shared with the user's helm), talking to the
+    cluster of `kubeconfig` (none: helm template and lint only)."""
     assert HELM.exists(), "helm is missing: run scripts/setup.sh (scripts/setup.d/30-helm.sh)"
     env = {**os.environ, **{f"HELM_{kind}_HOME": str(home / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")}}
+    env.pop("KUBECONFIG", None)
+    if kubeconfig is not None:
+        # client-go's discovery cache too: the user's ~/.kube/cache must not answer for this cluster.
+        env.update(KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(home / "kube-cache"))
 
     def run(*args: str | Path) -> subprocess.CompletedProcess:
         return subprocess.run([HELM, *args], capture_output=True, text=True, env=env, timeout=120)

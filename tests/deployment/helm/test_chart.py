@@ -141,7 +141,13 @@ def test_every_toggle_on_renders_valid_objects(helm: Helm, tmp_path: Path) -> No
     assert monitor["spec"]["jobLabel"] == "app.kubernetes.io/instance"
     assert monitor["spec"]["targetLabels"] == ["team"]
     assert monitor["spec"]["endpoints"][0]["scheme"] == "https"
-    assert monitor["spec"]["endpoints"][0]["relabelings"][0]["targetLabel"] == "node"
+    # Each rule's action written out, as the operator's CRD would default it: applied as stored, no drift to diff.
+    assert monitor["spec"]["endpoints"][0]["relabelings"] == [
+        {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}
+    ]
+    assert monitor["spec"]["endpoints"][0]["metricRelabelings"] == [
+        {"sourceLabels": ["__name__"], "regex": "go_.*", "action": "drop"}
+    ]
     dashboards = [doc for doc in by_kind(manifest, "ConfigMap") if "grafana_dashboard" in doc["metadata"]["labels"]]
     assert dashboards and all(doc["metadata"]["labels"]["grafana_dashboard"] == "1" for doc in dashboards)
     assert all(doc["metadata"]["namespace"] == "monitoring" for doc in dashboards)

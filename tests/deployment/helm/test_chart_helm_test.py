@@ -34,6 +34,12 @@ def test_the_test_pod_is_a_helm_test_hook_running_the_exporter_image(helm: Helm)
     manifest = render(helm, "--set", "image.registry=registry.example,image.tag=1.2.3")
     pod = readyz_pod(manifest)
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    # Hooks are not part of the release: a Pod the policy kept would outlive helm uninstall (test_chart_on_kubernetes
+    # checks it on a cluster). A failed run's log is printed before it goes.
+    assert pod["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == (
+        "before-hook-creation,hook-succeeded,hook-failed"
+    )
+    assert pod["metadata"]["annotations"]["helm.sh/hook-output-log-policy"] == "hook-failed"
     assert pod["spec"]["restartPolicy"] == "Never" and pod["spec"]["automountServiceAccountToken"] is False
     (container,) = pod["spec"]["containers"]
     (deployment,) = by_kind(manifest, "Deployment")

@@ -126,7 +126,10 @@ def test_job_pods_read_the_logs_read_only_and_write_only_the_claim(helm: Helm) -
     assert logs["readOnly"] is True
     assert {"name": logs["name"], "persistentVolumeClaim": {"claimName": "kafka-prod-logs"}} in prod_pod["volumes"]
     lab_volumes = job_pod(jobs["lab"])["volumes"]
-    assert {"name": "logs", "hostPath": {"path": "/var/log/kafka", "type": "Directory"}} in lab_volumes
+    assert {
+        "name": "logs",
+        "csi": {"driver": "logs.csi.example", "readOnly": True, "volumeAttributes": {"share": "kafka-lab"}},
+    } in lab_volumes
     # An object-store input mounts nothing.
     assert {volume["name"] for volume in job_pod(jobs["staging.eu"])["volumes"]} == {"tmp", "inventory"}
 
@@ -168,6 +171,8 @@ def test_the_exporter_reads_each_jobs_output_read_only(helm: Helm, tmp_path: Pat
     notes = helm("install", "kce", CHART, "--values", VALUES, "--dry-run=client", "--namespace", "monitoring")
     assert notes.returncode == 0, notes.stderr
     assert "create job --from=cronjob/kce-kafka-client-exporter-inventory-prod" in notes.stdout
+    # The series the exporter serves (exporter/collectors/catalog.py), by its name.
+    assert 'kafka_client_exporter_up{source="inventory"} 0' in notes.stdout
     assert f"lab reads its inventory from /srv/lab-inventory, not from {OUTPUT_DIR}/lab" in notes.stdout
 
 
@@ -181,7 +186,11 @@ def test_a_shared_claim_lets_the_jobs_run_anywhere(helm: Helm) -> None:
     )
     assert not by_kind(manifest, "PersistentVolumeClaim")
     (deployment,) = by_kind(manifest, "Deployment")
-    assert "strategy" not in deployment["spec"]
+    # The server's defaults, applied by the chart so that a server-side apply can take them back (test_chart.py).
+    assert deployment["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+    }
     assert {"name": "inventory", "persistentVolumeClaim": {"claimName": "kafka-inventory"}} in deployment["spec"][
         "template"
     ]["spec"]["volumes"]
@@ -230,6 +239,9 @@ def test_a_job_for_a_cluster_that_is_not_configured_fails_naming_the_clusters(he
         ("inventory.schedule=hourly", "/inventory/schedule"),
         ("inventory.persistence.accessModes={ReadOnlyMany}", "/inventory/persistence/accessModes/0"),
         ("inventory.jobs[0].cluster=..", "/inventory/jobs/0/cluster"),
+        # Volume sources the restricted Pod Security Standard refuses: their Pods would never be admitted.
+        ("inventory.jobs[0].input.volume.nfs.server=logs.example", "invalid propertyName 'nfs'"),
+        ("inventory.jobs[2].input.volume.hostPath.path=/var/log/kafka", "invalid propertyName 'hostPath'"),
     ],
 )
 def test_wrong_inventory_values_are_rejected(helm: Helm, setting: str, complaint: str) -> None:
