@@ -24,7 +24,8 @@ import yaml
 from tests.deployment.helm.chart import ALL_TOGGLES, CHART, ROOT, Helm
 from tests.deployment.helm.control_plane import ControlPlane
 
-pytestmark = pytest.mark.slow
+# About 30 helm commands in the longest test: 55 to 85 s alone, more beside the rest of the suite on two cores.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 #: The commit whose chart had only been rendered, never applied: releases installed from it are upgraded here.
 BEFORE_APPLIED = "1bbf1e1"
