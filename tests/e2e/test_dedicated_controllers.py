@@ -56,7 +56,8 @@ from real_kafka.jmx import jmx_url
 from real_kafka.rolling_upgrade import wait_in_sync
 from tests.support.own_connections import fetch, legacy_producer, start_kcat_clients, until
 
-pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
+# A story of real clusters, its set-up included: the suite's 300 s per test is too short on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka, pytest.mark.timeout(600)]
 
 #: (release, dedicated controllers, brokers)
 LAYOUTS = (("3.9.2", 1, 2), ("4.4.0", 3, 2))

@@ -51,7 +51,8 @@ from tests.support.own_connections import (
 )
 from tests.support.status_page import tables_of
 
-pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
+# A story of real clusters, its set-up included: the suite's 300 s per test is too short on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka, pytest.mark.timeout(900)]
 
 RELEASE = "3.9.2"
 CLUSTER = "migrating"

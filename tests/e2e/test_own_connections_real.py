@@ -81,7 +81,8 @@ from real_kafka.jmx import jmx_url
 from real_kafka.rolling_upgrade import wait_in_sync
 from tests.support.own_connections import Served, fetch, legacy_producer, scrape, start_kcat_clients, until
 
-pytestmark = [pytest.mark.slow, pytest.mark.real_kafka]
+# A story of real clusters, its set-up included: the suite's 300 s per test is too short on a loaded machine.
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka, pytest.mark.timeout(600)]
 
 #: (release, ZooKeeper mode): the KRaft releases, then every ZooKeeper-mode release the launcher runs (issue 45).
 LAYOUTS = (*((release, False) for release in KRAFT_RELEASES), *((release, True) for release in ZOOKEEPER_RELEASES))
@@ -699,9 +700,12 @@ def test_leadership_moved_account_recovers(story: Story) -> None:
     # 3 s) moves it back; replica fetchers, markers and clients reconnect. The change has settled when the kernel's
     # table has not moved for three cycles; the account must have matched it within two cycles of its last change.
     settling = Settling()
+    longest_cycle = INTERVAL
 
     def settled() -> list[str]:
+        nonlocal longest_cycle
         kernel, served = story.steady()
+        longest_cycle = max(longest_cycle, served.cycle_seconds)
         problems = accounting(kernel, served, brokers, story.landings) + two_fetchers(served, brokers)
         return settling.see(kernel, problems)
 
@@ -710,7 +714,10 @@ def test_leadership_moved_account_recovers(story: Story) -> None:
         f"account matched {settling.matched - restarted_at if settling.matched else 0:.1f} s after the restart began, "
         f"{settling.lag:.2f} s after the kernel's last change"
     )
-    assert settling.lag <= 2 * INTERVAL + 0.5, f"matched {settling.lag:.2f} s after the kernel settled"
+    # Two cycles: one that starts after the change, done; a cycle on a loaded machine lasts longer than the interval
+    # (2.54 s once against the 2.5 a one-second cycle allowed, at load 20), so the cycle the exporter itself reports.
+    within = 2 * max(INTERVAL, longest_cycle) + 0.5
+    assert settling.lag <= within, f"matched {settling.lag:.2f} s after the kernel settled (within {within:.2f} s)"
     assert all(client.returncode is None for client in story.clients.values())
 
 

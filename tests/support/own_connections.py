@@ -50,6 +50,8 @@ class Served:
 
     samples: list[tuple[str, dict[str, str], float]]
     cycle_started: float
+    #: How long the cycle behind this page took: on a loaded machine, longer than the interval.
+    cycle_seconds: float = 0.0
 
     def of(self, name: str, **match: str) -> list[tuple[dict[str, str], float]]:
         return [
@@ -118,12 +120,10 @@ def scrape(base: str, cluster: str) -> Served:
         for sample in family.samples
     ]
     single = {name: value for name, labels, value in samples if not labels}
-    started = (
-        single["kafka_client_exporter_snapshot_timestamp_seconds"]
-        - single["kafka_client_exporter_cycle_duration_seconds"]
-    )
+    duration = single["kafka_client_exporter_cycle_duration_seconds"]
+    started = single["kafka_client_exporter_snapshot_timestamp_seconds"] - duration
     mine = [(name, labels, value) for name, labels, value in samples if labels.get("kafka_cluster") == cluster]
-    return Served(mine, started)
+    return Served(mine, started, duration)
 
 
 def until(check: Callable[[], list[str]], timeout: float, what: str, poll: float = 0.25) -> None:
