@@ -13,6 +13,7 @@ runs from the repository checkout, the root on sys.path).
 - ``ports.py``: free ports from each test worker's own slice; ``kafka_jars.py`` and ``java_program.py``: the
   kafka-clients jars the set-up fetched and single-file Java programs compiled once.
 - ``subscriptions.py``: a KIP-714 client-metrics subscription as ``kafka-client-metrics.sh`` sets it.
+- ``processes.py``: a child process stopped by its pid (SIGTERM, then SIGKILL).
 
 The broker packages use it (kafka_double, real_kafka) and the demo too; it imports neither
 (tests/unit/test_import_graph.py).

@@ -15,6 +15,7 @@ import yaml
 
 from harness.exporter_process import REPO_ROOT
 from harness.ports import free_port
+from harness.processes import stop_process
 
 #: The job the shipped rules and dashboards select (job="kafka-client-exporter").
 JOB = "kafka-client-exporter"
@@ -90,12 +91,7 @@ def serving(program: str, base: str, process: subprocess.Popen[bytes], log: Path
         _wait_ready(program, base, process, log)
         yield
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def _wait_ready(program: str, base: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:

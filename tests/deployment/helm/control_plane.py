@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import yaml
 
 from harness.ports import free_ports
+from harness.processes import stop_process
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOLS = ROOT / ".tools" / "kubernetes"
@@ -215,16 +216,6 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @contextlib.contextmanager
 def running_control_plane(workdir: Path) -> Iterator[ControlPlane]:
     """etcd, kube-apiserver and kube-controller-manager with their data, keys, certificates and logs under
@@ -339,4 +330,4 @@ def running_control_plane(workdir: Path) -> Iterator[ControlPlane]:
         yield plane
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process)
