@@ -24,7 +24,7 @@ Raw counts are untouched: `kafka_client_connections` stays what each broker coun
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -50,6 +50,9 @@ class _Landing:
 
     raw: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # per broker read
     exact: dict[str, list[ChannelShare]] = field(default_factory=lambda: defaultdict(list))  # per destination
+    # Placed on the active controller by inference, not by a tag: what its gauges do not hold of them (an idle channel
+    # still connected to a former controller) stays the cluster's, unplaced.
+    to_controller: dict[str, list[ChannelShare]] = field(default_factory=lambda: defaultdict(list))
     unnamed: list[ChannelShare] = field(default_factory=list)
 
 
@@ -366,13 +369,13 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
             connections = channel.connections
             if destination is None and controller is not None and controller != broker and spec.quorum:
                 # One to the leader, placed; any other (to another voter) stays unplaced.
-                landing.exact[controller].append(ChannelShare(channel.channel, broker, 1))
+                landing.to_controller[controller].append(ChannelShare(channel.channel, broker, 1))
                 connections -= 1
-            elif destination is None and spec.to_active_controller:
-                destination = controller
             share = ChannelShare(channel.channel, broker, connections)
             if destination is not None:
                 landing.exact[destination].append(share)
+            elif spec.to_active_controller and controller is not None:
+                landing.to_controller[controller].append(share)
             elif connections:
                 landing.unnamed.append(share)
     outside = _not_brokers(readings, discovered if discovery_answered else None)
@@ -390,9 +393,21 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
         broker_rows: list[tuple[str, int, tuple[ChannelShare, ...]]] = []  # (broker, raw, exact own)
         for broker, raw in sorted(landing.raw.items()):
             own = _apportion(raw, landing.exact.get(broker, []))
+            inferred = landing.to_controller.get(broker, [])
+            own += _apportion(raw - sum(share.connections for share in own), inferred)
             exact_own += own
             residual[broker] = raw - sum(share.connections for share in own)
             broker_rows.append((broker, raw, own))
+        # The controller-bound connections its gauges do not hold may be on a former controller: the cluster's.
+        for broker, shares in landing.to_controller.items():
+            taken: Counter[tuple[str, str]] = Counter()
+            for row_broker, _, own in broker_rows:
+                if row_broker == broker:
+                    taken.update({(s.channel, s.holder): s.connections for s in own})
+            for share in shares:
+                rest = share.connections - taken.pop((share.channel, share.holder), 0)
+                if rest > 0:
+                    landing.unnamed.append(ChannelShare(share.channel, share.holder, rest))
         unnamed_total = sum(share.connections for share in landing.unnamed)
         # At most one connection per holder and channel reaches one broker.
         per_broker_unnamed = min(unnamed_total, sum(1 for share in landing.unnamed if share.connections > 0))

@@ -404,3 +404,22 @@ def test_zookeeper_and_kraft_nodes_say_their_mode() -> None:
     assert jmx("3.9.2", [], [], active_controller=False).metadata_mode == "zookeeper"
     assert jmx("4.4.0", [], [], quorum_leader=1).metadata_mode == "kraft"
     assert jmx("4.4.0", [], []).metadata_mode is None
+
+
+def test_an_idle_channel_still_on_a_former_controller_is_left_unplaced_not_lost() -> None:
+    # Node 3's forwarding channel kept its connection to node 2, the controller before node 1 (a channel moves only
+    # when a request fails): node 1 counts one fewer, node 2 one more. Seen on a real 3.9.2 cluster under load.
+    readings = kraft_44()
+    readings["1"] = dataclasses.replace(
+        readings["1"], clients=(ClientConnections("CONTROLLER", "0", "apache-kafka-java", "4.4.0", 13),)
+    )
+    readings["2"] = dataclasses.replace(
+        readings["2"], clients=(ClientConnections("CONTROLLER", "0", "apache-kafka-java", "4.4.0", 2),)
+    )
+    own = account([CLUSTER], results(readings, KRAFT_LISTENERS))[CLUSTER]
+    certain = {row.broker: row.clients_certain for row in own.by_broker}
+    assert certain["1"] == 0 and certain.get("2", 0) == 0
+    controller = next(o for o in own.by_listener if o.listener == "CONTROLLER")
+    # Every connection is the nodes' own; which of node 3's controller-bound ones is the stale one, nothing says.
+    assert controller.own_total == controller.connections == 16
+    assert controller.unattributed == controller.in_doubt == 0
