@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import UnknownBrokerIdError
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__ as EXPORTER_VERSION
@@ -357,6 +358,23 @@ def dark_page(layout: Layout, view: View) -> list[str]:
 # ---------------------------------------------------------------------------------------------- the clusters
 
 
+def create_topic(bootstrap: str, timeout: float = 60.0) -> None:
+    """Create TOPIC as ASSIGNMENT places it, once the metadata the admin client reads knows every broker it names:
+    a broker that has just registered may be unknown there for a moment on a loaded machine (UnknownBrokerIdError)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="dedicated-setup")
+        try:
+            admin.create_topics([NewTopic(TOPIC, -1, -1, replica_assignments=ASSIGNMENT)])
+            return
+        except UnknownBrokerIdError:
+            if time.monotonic() > deadline:
+                raise
+        finally:
+            admin.close()
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module", params=LAYOUTS, ids=[f"{r}-{c}c{b}b" for r, c, b in LAYOUTS])
 def layout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
     release, controllers, brokers = request.param
@@ -368,11 +386,7 @@ def layout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         cluster.start()
         running.callback(cluster.stop)
         started = time.monotonic() - began
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap(), client_id="dedicated-setup")
-        try:
-            admin.create_topics([NewTopic(TOPIC, -1, -1, replica_assignments=ASSIGNMENT)])
-        finally:
-            admin.close()
+        create_topic(cluster.bootstrap())
         wait_in_sync(cluster.bootstrap(), 60)
         clients = list(start_kcat_clients(cluster.bootstrap(), running).values())
         every = {str(node.node_id): node.jmx_url for node in cluster.nodes.values()}

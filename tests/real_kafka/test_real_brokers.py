@@ -72,15 +72,16 @@ def test_kcat_appears_as_the_broker_records_it_and_goes_within_a_cycle(
     kcat = start_client(ClientKind.KCAT, node.bootstrap(), software_name=name, software_version=version)
     with kcat:
         kcat.wait_ready()
+        # One scrape shows both: the next may come from a cycle whose JMX read of a loaded machine's broker failed.
         wait_for(
             lambda: (
-                set(connections(exporter, client_software_name=name))
+                (seen := connections(exporter, client_software_name=name)).keys()
                 == {(str(node.node_id), "PLAINTEXT", name, version)}
+                and min(seen.values()) >= 1
             ),
             timeout=60,  # a wait for what must appear: it ends on the condition
-            what=f"{name} {version} on broker {node.node_id}'s PLAINTEXT listener in /metrics",
+            what=f"{name} {version} on broker {node.node_id}'s PLAINTEXT listener in /metrics, at least 1",
         )
-        assert min(connections(exporter, client_software_name=name).values()) >= 1
         assert (name, version) in recorded_identities(real_brokers, release)
         clients = api_clients(exporter)["clusters"][real_brokers.cluster_name(release)]["clients"]
         assert [(c["software_version"], c["connections"] >= 1) for c in clients if c["software_name"] == name] == [

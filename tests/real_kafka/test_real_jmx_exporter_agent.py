@@ -101,8 +101,16 @@ def use_rules(agent: Agent, preset: str) -> None:
     source, sample, _ = PRESETS[preset]
     if agent.rules.read_bytes() != source.read_bytes():
         shutil.copyfile(source, agent.rules)
-    # The agent compares the file's modification time with its last load at every scrape.
-    wait_for(lambda: f"\n{sample}{{" in served(agent), timeout=30, what=f"{sample} served by the agent", interval=0.5)
+
+    # The agent compares the file's modification time with its last load at every scrape; a scrape of a loaded
+    # machine's broker may time out (the agent reads every MBean): not yet, asked again.
+    def serving() -> bool:
+        try:
+            return f"\n{sample}{{" in served(agent)
+        except OSError:
+            return False
+
+    wait_for(serving, timeout=90, what=f"{sample} served by the agent", interval=0.5)
 
 
 @pytest.fixture(scope="module")
