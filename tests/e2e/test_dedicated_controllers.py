@@ -55,7 +55,7 @@ from real_kafka.cluster import FIRST_CONTROLLER_ID
 from real_kafka.connections import Listener, count_connections
 from real_kafka.jmx import jmx_url
 from real_kafka.rolling_upgrade import wait_in_sync
-from tests.support.own_connections import fetch, legacy_producer, start_kcat_clients, until
+from tests.support.own_connections import Served, fetch, legacy_producer, start_kcat_clients, until
 
 # A story of real clusters, its set-up included: the suite's 300 s per test is too short on a loaded machine.
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka, pytest.mark.timeout(600)]
@@ -83,34 +83,6 @@ class View:
     name: str
     polled: frozenset[str]
     dark: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Served:
-    """One /metrics page, for one view."""
-
-    samples: list[tuple[str, dict[str, str], float]]
-
-    def count(self, name: str, *keys: str, **match: str) -> Counter[tuple[str, ...]]:
-        found: Counter[tuple[str, ...]] = Counter()
-        for sample, labels, value in self.samples:
-            if sample == name and all(labels.get(k) == v for k, v in match.items()):
-                found[tuple(labels[key] for key in keys)] += int(value)
-        return +found
-
-    def channels_read(self) -> dict[str, float]:
-        return {
-            labels["broker"]: value
-            for sample, labels, value in self.samples
-            if sample == "kafka_client_exporter_broker_channels_read"
-        }
-
-    def jmx_up(self) -> dict[str, float]:
-        return {
-            labels["broker"]: value
-            for sample, labels, value in self.samples
-            if sample == "kafka_client_exporter_up" and labels.get("source") == "jmx"
-        }
 
 
 def scrape(base: str) -> dict[str, Served]:
@@ -223,17 +195,7 @@ def account(layout: Layout, view: View, kernel: Kernel, served: Served) -> list[
         up = served.jmx_up()
         wrongly = sorted(node for node in view.polled - read if up.get(node) == 1)
         return [f"{view.name}: channels read {sorted(read)}, JMX up {up}, unread though JMX answered: {wrongly}"]
-    raw = served.count(
-        "kafka_client_connections", "broker", "listener", "client_software_name", "client_software_version"
-    )
-    own = served.count(
-        "kafka_client_inter_broker_connections",
-        "broker",
-        "listener",
-        "client_software_name",
-        "client_software_version",
-        "channel",
-    )
+    raw, own = served.raw(), served.inter_broker()
     # Every read node's gauges count what the kernel shows on its listeners.
     for node in sorted(read):
         for listener in (PLAINTEXT, CONTROLLER):

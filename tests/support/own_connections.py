@@ -49,7 +49,7 @@ class Served:
     """One /metrics page of the exporter, for one cluster."""
 
     samples: list[tuple[str, dict[str, str], float]]
-    cycle_started: float
+    cycle_started: float = 0.0
     #: How long the cycle behind this page took: on a loaded machine, longer than the interval.
     cycle_seconds: float = 0.0
 
@@ -62,13 +62,13 @@ class Served:
 
     def raw(self) -> Counter[tuple[str, str, str, str]]:
         """(broker, listener, name, version) -> kafka_client_connections."""
-        return self._count(
+        return self.count(
             "kafka_client_connections", "broker", "listener", "client_software_name", "client_software_version"
         )
 
     def inter_broker(self) -> Counter[tuple[str, str, str, str, str]]:
         """(broker or "", listener, name, version, channel) -> kafka_client_inter_broker_connections."""
-        return self._count(
+        return self.count(
             "kafka_client_inter_broker_connections",
             "broker",
             "listener",
@@ -79,11 +79,11 @@ class Served:
 
     def outbound(self) -> Counter[tuple[str, str, str]]:
         """(holder, channel, destination or "") -> kafka_broker_outbound_connections."""
-        return self._count("kafka_broker_outbound_connections", "broker", "channel", "destination_broker")
+        return self.count("kafka_broker_outbound_connections", "broker", "channel", "destination_broker")
 
     def violations(self, reason: str) -> Counter[tuple[str, str, str, str]]:
         """(broker or "", listener, name, version) -> kafka_client_policy_violation_connections{reason}."""
-        return self._count(
+        return self.count(
             "kafka_client_policy_violation_connections",
             "broker",
             "listener",
@@ -94,14 +94,18 @@ class Served:
 
     def unverified(self) -> Counter[tuple[str, str, str]]:
         """(listener, name, version) -> kafka_client_unverified_connections."""
-        return self._count(
+        return self.count(
             "kafka_client_unverified_connections", "listener", "client_software_name", "client_software_version"
         )
+
+    def jmx_up(self) -> dict[str, float]:
+        """broker -> kafka_client_exporter_up{source="jmx"}."""
+        return {labels["broker"]: value for labels, value in self.of("kafka_client_exporter_up", source="jmx")}
 
     def channels_read(self) -> dict[str, float]:
         return {labels["broker"]: value for labels, value in self.of("kafka_client_exporter_broker_channels_read")}
 
-    def _count(self, name: str, *keys: str, **match: str) -> Counter[Any]:
+    def count(self, name: str, *keys: str, **match: str) -> Counter[Any]:
         counts: Counter[Any] = Counter()
         for labels, value in self.of(name, **match):
             counts[tuple(labels[key] for key in keys)] += int(value)
