@@ -11,6 +11,8 @@ import pytest
 
 from kafka_double.mbean_host import MBeanHost
 
+pytest_plugins = ["tests.support.module_cost"]
+
 
 @pytest.fixture(scope="session")
 def mbean_host() -> Iterator[MBeanHost]:
