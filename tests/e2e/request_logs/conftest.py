@@ -5,46 +5,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.support.samples_run import CommandRun
 from tests.support.samples_run import samples_run as shared_samples_run
-from tests.support.spark_jvm import jvm_options
+from tests.support.spark_session import SharedSession
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator:
+def spark_sessions() -> Iterator[SharedSession]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from exporter.request_logs.session import build_session
+    sessions = SharedSession()
+    yield sessions
+    sessions.close()
 
-    session = build_session(
-        "local[2]",
-        {
-            "spark.driver.host": "127.0.0.1",
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            # This JVM runs dozens of jobs: C2's compilations pay off here (test_incremental's longest test: 183 s of
-            # CPU with the JIT's defaults, 199 s with C1 alone).
-            "spark.driver.extraJavaOptions": jvm_options(quick=False),
-            # A run generates more classes than the compiled-code cache keeps (100), so every run compiled them all
-            # again with Janino (a quarter of a warm run's CPU); and each query's plan description for the UI
-            # (the UI is off; the listener events still carry it) was made in the costly "formatted" mode. Ten runs
-            # over the samples in one session: 159 s of CPU before, 123 s with these two (the job's output is the
-            # same; a one-run JVM, the command's, gains nothing from them).
-            "spark.sql.codegen.cache.maxEntries": "2000",
-            "spark.sql.ui.explainMode": "simple",
-        },
-    )
-    yield session
-    jvm = session.sparkContext._gateway.proc  # type: ignore[union-attr]  # the driver JVM pyspark launched
-    session.stop()
-    # stop() ends Spark, not its JVM, which exits once its stdin pipe from this process closes: at the worker's exit,
-    # and then for seconds after the suite has returned (a fresh clone's run saw it still running). Closed and
-    # waited for here, by its pid.
-    jvm.stdin.close()
-    jvm.wait(timeout=60)
+
+@pytest.fixture
+def spark(spark_sessions: SharedSession) -> Any:
+    """The worker's shared SparkSession, usable (a session a timeout broke is replaced before the test starts)."""
+    return spark_sessions.get()
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from exporter.request_logs.tables import CLIENT_KEY
 from tests.support import request_log_fixtures as fx
 from tests.support.modules import load_script
 from tests.support.samples_run import CommandRun
+from tests.support.spark_session import SharedSession
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
@@ -36,8 +37,8 @@ def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def built(spark, fixture_dir: Path) -> Iterator[InventoryTables]:
-    tables = build_tables(spark, [str(fixture_dir)], "4.0.0", load_policy(None))
+def built(spark_sessions: SharedSession, fixture_dir: Path) -> Iterator[InventoryTables]:
+    tables = build_tables(spark_sessions.get(), [str(fixture_dir)], "4.0.0", load_policy(None))
     yield tables
     tables.unpersist()
 
