@@ -104,7 +104,9 @@ class RealBrokers:
         }
 
 
-@pytest.fixture(scope="session")
+# Per package, not session: the real_kafka modules run one after another on one worker (tests/conftest.py), which
+# then goes on to other modules for most of the suite; two idle brokers kept to its end cost a minute of CPU.
+@pytest.fixture(scope="package")
 def real_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealBrokers]:
     directory = tmp_path_factory.mktemp("real-kafka")
     (directory / "tls").mkdir()
