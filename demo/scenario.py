@@ -65,6 +65,7 @@ from demo.common import (
     POLICY,
     SUBSCRIPTION,
     FirstSeries,
+    Interrupted,
     InventoryJob,
     LateClient,
     RunningDemo,
@@ -73,6 +74,7 @@ from demo.common import (
     running_alerting,
     wait_exporter_ready,
 )
+from demo.tools import ALERTING_BUILDS, wait_for_builds
 from exporter.request_logs.log_kinds import LogKind
 from harness.clients import KCAT_TOPIC, ClientKind, ClientMix, ClientSpec, start_client
 from harness.exporter_process import running_exporter, write_config
@@ -571,6 +573,13 @@ def running_demo(
             late.start()
         interruptible(lambda: wait_exporter_ready(f"{exporter_url}/readyz", exporter), stop)
         alerting = None
+        meanwhile = f"demo: the exporter is live: its status page at {exporter_url}/, series at {exporter_url}/metrics"
+        if prometheus and (problems := wait_for_builds(ALERTING_BUILDS, say, stop, meanwhile)):
+            for problem in problems:
+                say(f"demo: {problem}: the demo goes on without Prometheus and Alertmanager")
+            prometheus = False
+        if stop is not None and stop.is_set():
+            raise Interrupted
         if prometheus:
             alerting = running.enter_context(
                 running_alerting(

@@ -6,5 +6,5 @@ set -euo pipefail
 KCE_DEMO_STARTED=$(date +%s.%N)
 export KCE_DEMO_STARTED
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --demo
 exec .venv/bin/python -m demo "$@"

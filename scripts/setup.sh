@@ -6,8 +6,24 @@
 # Most of a fresh set-up is waiting on downloads, so the parts run at the same time: apt-get (one update, one
 # install, as dpkg takes one caller at a time) beside pip; the fragments, each in a subshell of its own, once apt-get
 # is done (some use what it installs). Each part's output is printed when it ends; any failure fails the set-up.
+# With --demo (scripts/demo.sh), only what the demo needs, and the demo starts before Prometheus and Alertmanager are
+# built: their builds (minutes of CPU on a new machine) go on in the background, each leaving its log and exit code
+# under .tools/background/ (demo/tools.py waits for them when the brokers, clients and exporter are up); the
+# Kubernetes control plane, helm, the dashboards' schema, Chromium and the image tools' packages are not installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for_demo=false
+case "${1:-}" in
+  --demo) for_demo=true ;;
+  "") ;;
+  *)
+    echo "setup: unknown argument $1 (scripts/setup.sh [--demo])" >&2
+    exit 2
+    ;;
+esac
+#: Fragments the demo does not need (by name, without the .sh).
+demo_skips=" 07-kubernetes 25-grafana-schema 30-helm 40-chromium "
+background=.tools/background
 
 setup_logs=$(mktemp -d)
 trap 'rm -rf "$setup_logs"' EXIT
@@ -44,13 +60,15 @@ install_apt_packages() {
   command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
   command -v node >/dev/null || need+=(nodejs npm)
   command -v mvn >/dev/null || need+=(maven)                                           # 15-kafka-jars.sh
-  # Prometheus 2.x's promtool (Debian's 2.42), for the one test that checks the rules still load on the 2.x line;
-  # the Prometheus, promtool and Alertmanager everything else runs are built by 05-prometheus.sh, 06-alertmanager.sh.
-  [ -x /usr/bin/promtool ] || need+=(prometheus)
-  command -v chromium >/dev/null || need+=(chromium)                                   # 40-chromium.sh
-  # scripts/build-image.sh's, for the image test (it would install them itself, in the middle of the suite).
-  command -v buildah >/dev/null || need+=(buildah)
-  command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+  if ! $for_demo; then
+    # Prometheus 2.x's promtool (Debian's 2.42), for the one test that checks the rules still load on the 2.x line;
+    # the Prometheus, promtool and Alertmanager everything else runs are built by 05-prometheus.sh, 06-alertmanager.sh.
+    [ -x /usr/bin/promtool ] || need+=(prometheus)
+    command -v chromium >/dev/null || need+=(chromium)                                 # 40-chromium.sh
+    # scripts/build-image.sh's, for the image test (it would install them itself, in the middle of the suite).
+    command -v buildah >/dev/null || need+=(buildah)
+    command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+  fi
   [ ${#need[@]} -gt 0 ] || return 0
   echo "setup: installing ${need[*]} with apt-get" >&2
   export DEBIAN_FRONTEND=noninteractive
@@ -91,17 +109,55 @@ install_node_clients() {
 }
 
 start_fragments() {
-  local fragment
+  local fragment name
   for fragment in "$@"; do
     [ -e "$fragment" ] || continue
+    name=$(basename "$fragment" .sh)
+    if $for_demo && [[ $demo_skips == *" $name "* ]]; then
+      continue
+    fi
     # shellcheck source=/dev/null
-    setup_start "$(basename "$fragment" .sh)" bash -euo pipefail -c '. "$1"' setup-fragment "$fragment"
+    setup_start "$name" bash -euo pipefail -c '. "$1"' setup-fragment "$fragment"
   done
 }
 
+# A fragment run in the background, beyond this script's end: .tools/background/NAME.log gets its output, NAME.rc its
+# exit code once it ends, NAME.pid the process while it runs (a second demo started meanwhile does not build twice).
+# Without job control an asynchronous command ignores SIGINT: a Ctrl-C of the demo leaves the build to finish.
+start_in_background() {
+  local fragment=$1 name
+  name=$(basename "$fragment" .sh)
+  name=${name#[0-9][0-9]-}
+  mkdir -p "$background"
+  if [ -f "$background/$name.pid" ] && kill -0 "$(cat "$background/$name.pid")" 2>/dev/null; then
+    return 0
+  fi
+  rm -f "$background/$name.rc"
+  (
+    set +e
+    bash -euo pipefail -c '. "$1"' setup-fragment "$fragment" >"$background/$name.log" 2>&1
+    echo $? >"$background/$name.rc.tmp" && mv "$background/$name.rc.tmp" "$background/$name.rc"
+    rm -f "$background/$name.pid"
+  ) </dev/null &
+  echo $! >"$background/$name.pid"
+}
+
 # The 0x fragments need nothing apt-get installs: they start at once. They are the Go builds of Prometheus and
-# Alertmanager, minutes of CPU on a new machine, which so run while apt-get and pip mostly wait on downloads.
-start_fragments scripts/setup.d/0*.sh
+# Alertmanager, minutes of CPU on a new machine, which so run while apt-get and pip mostly wait on downloads; for the
+# demo, in the background.
+if $for_demo; then
+  for fragment in scripts/setup.d/0*.sh; do
+    [[ $demo_skips == *" $(basename "$fragment" .sh) "* ]] || start_in_background "$fragment"
+  done
+else
+  # A demo's build still running in the background would race this one for .tools/: it finishes first.
+  for pidfile in "$background"/*.pid; do
+    [ -e "$pidfile" ] || continue
+    echo "setup: waiting for the demo's background build of $(basename "$pidfile" .pid) ($background)" >&2
+    while kill -0 "$(cat "$pidfile" 2>/dev/null || echo 0)" 2>/dev/null; do sleep 2; done
+  done
+  start_fragments scripts/setup.d/0*.sh
+fi
 setup_start apt install_apt_packages
 setup_start venv install_venv
 setup_wait apt
