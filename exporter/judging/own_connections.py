@@ -391,19 +391,20 @@ def account_cluster(cluster: str, results: Iterable[SourceResult]) -> ClusterAcc
         residual: dict[str, int] = {}
         exact_own: list[ChannelShare] = []
         broker_rows: list[tuple[str, int, tuple[ChannelShare, ...]]] = []  # (broker, raw, exact own)
+        inferred_own: dict[str, tuple[ChannelShare, ...]] = {}  # placed on the controller its gauges hold
         for broker, raw in sorted(landing.raw.items()):
             own = _apportion(raw, landing.exact.get(broker, []))
-            inferred = landing.to_controller.get(broker, [])
-            own += _apportion(raw - sum(share.connections for share in own), inferred)
+            left = raw - sum(share.connections for share in own)
+            inferred_own[broker] = _apportion(left, landing.to_controller.get(broker, []))
+            own += inferred_own[broker]
             exact_own += own
             residual[broker] = raw - sum(share.connections for share in own)
             broker_rows.append((broker, raw, own))
         # The controller-bound connections its gauges do not hold may be on a former controller: the cluster's.
         for broker, shares in landing.to_controller.items():
             taken: Counter[tuple[str, str]] = Counter()
-            for row_broker, _, own in broker_rows:
-                if row_broker == broker:
-                    taken.update({(s.channel, s.holder): s.connections for s in own})
+            for on_it in inferred_own.get(broker, ()):
+                taken[(on_it.channel, on_it.holder)] += on_it.connections
             for share in shares:
                 rest = share.connections - taken.pop((share.channel, share.holder), 0)
                 if rest > 0:

@@ -56,6 +56,7 @@ from real_kafka.connections import Listener, count_connections
 from real_kafka.jmx import jmx_url
 from real_kafka.rolling_upgrade import wait_in_sync
 from tests.support.own_connections import Served, fetch, legacy_producer, start_kcat_clients, until
+from tests.support.waiting import eventually
 
 # A story of real clusters, its set-up included: the suite's 300 s per test is too short on a loaded machine.
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka, pytest.mark.timeout(600)]
@@ -323,18 +324,18 @@ def dark_page(layout: Layout, view: View) -> list[str]:
 def create_topic(bootstrap: str, timeout: float = 60.0) -> None:
     """Create TOPIC as ASSIGNMENT places it, once the metadata the admin client reads knows every broker it names:
     a broker that has just registered may be unknown there for a moment on a loaded machine (UnknownBrokerIdError)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def created() -> bool:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="dedicated-setup")
         try:
             admin.create_topics([NewTopic(TOPIC, -1, -1, replica_assignments=ASSIGNMENT)])
-            return
         except UnknownBrokerIdError:
-            if time.monotonic() > deadline:
-                raise
+            return False
         finally:
             admin.close()
-        time.sleep(0.5)
+        return True
+
+    eventually(created, timeout, f"topic {TOPIC} created as {ASSIGNMENT}", poll=0.5)
 
 
 @pytest.fixture(scope="module", params=LAYOUTS, ids=[f"{r}-{c}c{b}b" for r, c, b in LAYOUTS])

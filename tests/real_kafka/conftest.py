@@ -145,7 +145,6 @@ def exporter_config(
 ) -> Path:
     """Both brokers, each as a cluster of its own, with the JMX user and ``jmx_password``. The interval also bounds
     each source's deadline (the default of both: the interval, at most 10 s)."""
-    deadline: dict[str, object] = {} if jmx_timeout_seconds is None else {"jmx_timeout_seconds": jmx_timeout_seconds}
     jmx = {"username": JMX_USER, "password": jmx_password}
 
     def cluster_of(release: str) -> tuple[str, dict[int, str], str]:
@@ -159,7 +158,7 @@ def exporter_config(
         jmx=jmx,
         more_clusters=[cluster_entry(*cluster_of(release), jmx=jmx) for release in others],
         interval_seconds=interval_seconds,
-        **deadline,  # type: ignore[arg-type]  # a collection setting (write_config's **collection)
+        jmx_timeout_seconds=jmx_timeout_seconds,  # None: the default, the interval at most 10 s
     )
 
 

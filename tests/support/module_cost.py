@@ -26,7 +26,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 class _Sampler:
     def __init__(self) -> None:
         self.module: str | None = None
-        self.cpu: dict[str, float] = {}
+        self.used = 0.0  # by the current module's processes since it started
         self._seen: dict[int, float] = {}
         self._lock = threading.Lock()
 
@@ -34,6 +34,11 @@ class _Sampler:
         threading.Thread(target=self._run, name="module-cost", daemon=True).start()
 
     def sample(self) -> None:
+        # One at a time: the sampling thread and a module's switch would both count the same CPU since _seen.
+        with self._lock:
+            self._sample()
+
+    def _sample(self) -> None:
         parents: dict[int, int] = {}
         used: dict[int, float] = {}
         for entry in os.scandir("/proc"):
@@ -55,19 +60,16 @@ class _Sampler:
                 if parent in mine and pid not in mine:
                     mine.add(pid)
                     grew = True
-        with self._lock:
-            delta = sum(used[pid] - self._seen.get(pid, 0.0) for pid in mine)
-            self._seen = {pid: used[pid] for pid in mine}
-            if self.module is not None:
-                self.cpu[self.module] = self.cpu.get(self.module, 0.0) + delta
+        self.used += sum(used[pid] - self._seen.get(pid, 0.0) for pid in mine)
+        self._seen = {pid: used[pid] for pid in mine}
 
     def switch(self, module: str | None) -> float:
         """Count what was used so far to the current module, then start counting to ``module``; returns the CPU
         the current one used."""
-        self.sample()
         with self._lock:
-            done = self.cpu.pop(self.module, 0.0) if self.module is not None else 0.0
-            self.module = module
+            self._sample()
+            done = self.used if self.module is not None else 0.0
+            self.module, self.used = module, 0.0
             return done
 
     def _run(self) -> None:
