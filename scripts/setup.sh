@@ -116,8 +116,7 @@ start_fragments() {
     if $for_demo && [[ $demo_skips == *" $name "* ]]; then
       continue
     fi
-    # shellcheck source=/dev/null
-    setup_start "$name" bash -euo pipefail -c '. "$1"' setup-fragment "$fragment"
+    setup_start "$name" bash scripts/run-fragment.sh "$fragment"
   done
 }
 
@@ -137,7 +136,7 @@ start_in_background() {
   rm -f "$background/$name.rc"
   (
     set +e
-    nice -n 19 bash -euo pipefail -c '. "$1"' setup-fragment "$fragment" >"$background/$name.log" 2>&1
+    nice -n 19 bash scripts/run-fragment.sh "$fragment" >"$background/$name.log" 2>&1
     echo $? >"$background/$name.rc.tmp" && mv "$background/$name.rc.tmp" "$background/$name.rc"
     rm -f "$background/$name.pid"
   ) </dev/null &

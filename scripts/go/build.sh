@@ -40,8 +40,9 @@ if ! (cd "$module" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$
   echo "setup: building $name $version failed (scripts/go/build.sh $name)" >&2
   exit 1
 fi
+# sed, not head: a program writing past the first line after head has left would die of SIGPIPE (pipefail).
 for program in $packages; do
-  printed=$("$build/bin/${program##*/}" --version 2>&1 | head -1)
+  printed=$("$build/bin/${program##*/}" --version 2>&1 | sed -n 1p)
   case "$printed" in
     *" version $version "*) ;;
     *) echo "setup: ${program##*/} built from $module says '$printed', not version $version" >&2; exit 1 ;;
