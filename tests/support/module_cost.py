@@ -106,6 +106,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if _module(nextitem) != module:
         cpu = _sampler.switch(None)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(directory).mkdir(parents=True, exist_ok=True)
         with (Path(directory) / f"{worker}.tsv").open("a", encoding="utf-8") as out:
             out.write(f"{module}\t{time.monotonic() - _wall[module]:.1f}\t{cpu:.1f}\t{worker}\n")
 
