@@ -29,11 +29,16 @@ setup_logs=$(mktemp -d)
 trap 'rm -rf "$setup_logs"' EXIT
 declare -A setup_jobs=()
 
-# Runs "$@" in the background, its output kept for setup_wait.
+# Runs "$@" in the background, its output kept for setup_wait, ending with how long it took (which part of a new
+# machine's set-up is its critical path: docs/development.md).
 setup_start() {
   local name=$1
   shift
-  "$@" >"$setup_logs/$name.log" 2>&1 &
+  (
+    setup_began=$SECONDS
+    trap 'echo "setup: $name took $((SECONDS - setup_began)) s (exit $?)"' EXIT
+    "$@"
+  ) >"$setup_logs/$name.log" 2>&1 &
   setup_jobs[$name]=$!
 }
 
