@@ -181,8 +181,9 @@ class KafkaNode:
             self._distribution.classpath,
             "kafka.tools.StorageTool",
             "format",
-            "--cluster-id",
-            self.layout.cluster_id,
+            # One argument, not two: a ZooKeeper cluster's id (which a migration's controllers are formatted with)
+            # may start with "-", and the tool's parser takes "--cluster-id -x..." for an option without its value.
+            f"--cluster-id={self.layout.cluster_id}",
             "--config",
             str(self.properties_file),
         ]

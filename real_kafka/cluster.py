@@ -41,8 +41,7 @@ FIRST_CONTROLLER_ID = 3000
 def new_cluster_id() -> str:
     """A random cluster id as Kafka writes one (``kafka-storage random-uuid``: a UUID in URL-safe base64, no
     padding). Like Kafka's ``Uuid.randomUuid`` (clients/src/main/java/org/apache/kafka/common/Uuid.java), never one
-    that starts with "-": ``kafka-storage format --cluster-id -x...`` takes it for an option and fails (one id in 64
-    did, in a demo test's set-up)."""
+    that starts with "-" (a ZooKeeper-mode broker's own id can: broker.py formats with ``--cluster-id=<id>``)."""
     while True:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not text.startswith("-"):
