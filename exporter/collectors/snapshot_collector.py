@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from exporter.collectors.brokers import broker_families
+from exporter.collectors.brokers import advertised_families, advertised_key, broker_families
 from exporter.collectors.client_metrics import client_metrics_families
 from exporter.collectors.clients import client_families
 from exporter.collectors.health import build_info, health_families
 from exporter.collectors.identities import identity_families
 from exporter.collectors.own_connections import own_connection_families
 from exporter.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class FamilyGroup:
+    """Consecutive families of the exposition; with a ``key`` (hashable), the same key always builds the same
+    families, so a renderer may keep their text while the key does not change."""
+
+    families: Callable[[], Iterable[Metric]]
+    key: Hashable | None = None
 
 
 class SnapshotCollector(Collector):
@@ -23,13 +33,26 @@ class SnapshotCollector(Collector):
         self._snapshot = snapshot
         self._per_processor = network_processor_label
 
+    def groups(self) -> list[FamilyGroup]:
+        """The families in their order, in groups."""
+        snapshot = self._snapshot
+        if snapshot is None:
+            return [FamilyGroup(lambda: [build_info()])]
+        advertised = advertised_key(snapshot)
+
+        def first() -> Iterator[Metric]:
+            yield build_info()
+            yield from client_families(snapshot, self._per_processor)
+            yield from own_connection_families(snapshot)
+            yield from identity_families(snapshot)
+            yield from broker_families(snapshot)
+
+        def last() -> Iterator[Metric]:
+            yield from client_metrics_families(snapshot)
+            yield from health_families(snapshot)
+
+        return [FamilyGroup(first), FamilyGroup(lambda: advertised_families(advertised), advertised), FamilyGroup(last)]
+
     def collect(self) -> Iterator[Metric]:
-        yield build_info()
-        if self._snapshot is None:
-            return
-        yield from client_families(self._snapshot, self._per_processor)
-        yield from own_connection_families(self._snapshot)
-        yield from identity_families(self._snapshot)
-        yield from broker_families(self._snapshot)
-        yield from client_metrics_families(self._snapshot)
-        yield from health_families(self._snapshot)
+        for group in self.groups():
+            yield from group.families()
