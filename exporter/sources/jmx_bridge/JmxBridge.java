@@ -63,7 +63,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.management.MBeanServerConnection;
-import javax.management.ObjectInstance;
 import javax.management.ObjectName;
 import javax.management.openmbean.CompositeData;
 import javax.management.openmbean.TabularDataSupport;
@@ -379,11 +378,12 @@ public final class JmxBridge {
             return connector.getMetrics(new ArrayList<>(List.of(query)));
         }
         List<JMXMetric> metrics = new ArrayList<>();
-        for (ObjectInstance instance : connection.queryMBeans(new ObjectName(query.getmBeanName()), null)) {
-            String name = instance.getObjectName().toString();
+        // Names only: queryMBeans would also send each MBean's class name, which nothing here reads.
+        for (ObjectName objectName : connection.queryNames(new ObjectName(query.getmBeanName()), null)) {
+            String name = objectName.toString();
             Object value;
             try {
-                value = connection.getAttribute(new ObjectName(name), attribute);
+                value = connection.getAttribute(objectName, attribute);
             } catch (java.io.IOException error) {
                 throw error; // the connection is lost: as when jmxquery's next call fails
             } catch (Exception error) {
