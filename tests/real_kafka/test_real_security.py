@@ -118,8 +118,11 @@ def secured(real_brokers: RealBrokers, tmp_path_factory: pytest.TempPathFactory)
         )
         with probe:
             probe.wait_ready()
+            # One cycle starts a bridge JVM per JMX TLS configuration (three at once): beside a loaded suite one of
+            # them took over 6 s to start and connect, and the refused handshake read as a timeout. The JMX deadline
+            # bounds a hang, not the answer: every JMX outcome here is an immediate one.
             run = collect_once(
-                directory, clusters, interval_seconds=10, protocol_timeout_seconds=6, jmx_timeout_seconds=6
+                directory, clusters, interval_seconds=60, protocol_timeout_seconds=6, jmx_timeout_seconds=45
             )
         yield Secured(node, run)
 
