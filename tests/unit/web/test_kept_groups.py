@@ -5,17 +5,20 @@ new ranges at once."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import pytest
+from prometheus_client.core import Metric
 
 from exporter.collectors import snapshot_collector
+from exporter.collectors.brokers import AdvertisedKey
 from exporter.collectors.snapshot_collector import SnapshotCollector
 from exporter.snapshot import BrokerFacts, Snapshot
 from exporter.web.exposition import _render_families, render_snapshot
 from tests.unit.collectors.rich_snapshot import rich_snapshot
 
 
-def _whole(snapshot: Snapshot, openmetrics: bool) -> bytes:
+def _whole(snapshot: Snapshot | None, openmetrics: bool) -> bytes:
     """One render of every family at once, as before the groups were kept."""
     return _render_families(SnapshotCollector(snapshot).collect(), openmetrics)
 
@@ -37,7 +40,7 @@ def test_kept_ranges_are_served_only_while_they_are_the_brokers_own(openmetrics:
     built: list[object] = []
     original = snapshot_collector.advertised_families
 
-    def counting(key):  # type: ignore[no-untyped-def]
+    def counting(key: AdvertisedKey) -> Iterator[Metric]:
         built.append(key)
         return original(key)
 
@@ -62,4 +65,4 @@ def test_kept_ranges_are_served_only_while_they_are_the_brokers_own(openmetrics:
 
 
 def test_a_snapshot_without_brokers_renders_as_before() -> None:
-    assert render_snapshot(None, True) == _whole(None, True)  # type: ignore[arg-type]
+    assert render_snapshot(None, True) == _whole(None, True)
