@@ -60,7 +60,7 @@ def _render_families(families: Iterable[Metric], openmetrics: bool) -> bytes:
 class _KeptGroups:
     """The text of the family groups with a key (SnapshotCollector.groups), as last rendered in each format: a
     group whose key has not changed since is not rendered again. On three real 4.4.0 brokers the brokers'
-    advertised API ranges are three quarters of the samples, and rendering them every cycle was a third of the
+    advertised API ranges are three quarters of the samples, and rendering them every cycle was over a quarter of the
     exporter's own CPU (bench/bench_real_brokers.py). Renders run in worker threads, hence the lock."""
 
     #: A key changes when a broker restarts or leaves; the stale view of a snapshot has a key of its own.
