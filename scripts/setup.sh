@@ -113,15 +113,19 @@ install_node_clients() {
   npm install --silent --no-audit --no-fund --prefix harness/node >/dev/null
 }
 
+# Whether the demo's set-up leaves this fragment (a path) out.
+demo_skips_fragment() {
+  [[ $demo_skips == *" $(basename "$1" .sh) "* ]]
+}
+
 start_fragments() {
-  local fragment name
+  local fragment
   for fragment in "$@"; do
     [ -e "$fragment" ] || continue
-    name=$(basename "$fragment" .sh)
-    if $for_demo && [[ $demo_skips == *" $name "* ]]; then
+    if $for_demo && demo_skips_fragment "$fragment"; then
       continue
     fi
-    setup_start "$name" bash scripts/run-fragment.sh "$fragment"
+    setup_start "$(basename "$fragment" .sh)" bash scripts/run-fragment.sh "$fragment"
   done
 }
 
@@ -153,7 +157,7 @@ start_in_background() {
 # demo, in the background.
 if $for_demo; then
   for fragment in scripts/setup.d/0*.sh; do
-    [[ $demo_skips == *" $(basename "$fragment" .sh) "* ]] || start_in_background "$fragment"
+    demo_skips_fragment "$fragment" || start_in_background "$fragment"
   done
 else
   # A demo's build still running in the background would race this one for .tools/: it finishes first.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
@@ -18,12 +19,19 @@ from exporter.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
-class FamilyGroup:
-    """Consecutive families of the exposition; with a ``key`` (hashable), the same key always builds the same
-    families, so a renderer may keep their text while the key does not change."""
+class KeptGroup:
+    """Families built from ``key`` alone: the same key always builds the same families, so a renderer may keep
+    their text while the key does not change."""
 
-    families: Callable[[], Iterable[Metric]]
-    key: Hashable | None = None
+    build: Callable[[Any], Iterable[Metric]]
+    key: Hashable
+
+    def families(self) -> Iterable[Metric]:
+        return self.build(self.key)
+
+
+#: Consecutive families of the exposition: built afresh for each render, or kept.
+FamilyGroup = Callable[[], Iterable[Metric]] | KeptGroup
 
 
 class SnapshotCollector(Collector):
@@ -37,8 +45,7 @@ class SnapshotCollector(Collector):
         """The families in their order, in groups."""
         snapshot = self._snapshot
         if snapshot is None:
-            return [FamilyGroup(lambda: [build_info()])]
-        advertised = advertised_key(snapshot)
+            return [lambda: [build_info()]]
 
         def first() -> Iterator[Metric]:
             yield build_info()
@@ -51,8 +58,8 @@ class SnapshotCollector(Collector):
             yield from client_metrics_families(snapshot)
             yield from health_families(snapshot)
 
-        return [FamilyGroup(first), FamilyGroup(lambda: advertised_families(advertised), advertised), FamilyGroup(last)]
+        return [first, KeptGroup(advertised_families, advertised_key(snapshot)), last]
 
     def collect(self) -> Iterator[Metric]:
         for group in self.groups():
-            yield from group.families()
+            yield from group.families() if isinstance(group, KeptGroup) else group()

@@ -16,12 +16,13 @@ What is served is decided here, per request: the latest snapshot while it is fre
 
 from __future__ import annotations
 
+import functools
 import gzip
 import math
-import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client import exposition as text_format
@@ -30,7 +31,7 @@ from prometheus_client.openmetrics import exposition as openmetrics_format
 from prometheus_client.registry import Collector
 
 from exporter.collectors.health import cycle_failures
-from exporter.collectors.snapshot_collector import FamilyGroup, SnapshotCollector
+from exporter.collectors.snapshot_collector import FamilyGroup, KeptGroup, SnapshotCollector
 from exporter.freshness import Freshness, judge_freshness, stale_view
 from exporter.snapshot import Snapshot
 
@@ -57,43 +58,26 @@ def _render_families(families: Iterable[Metric], openmetrics: bool) -> bytes:
     return body.removesuffix(OPENMETRICS_EOF)
 
 
-class _KeptGroups:
-    """The text of the family groups with a key (SnapshotCollector.groups), as last rendered in each format: a
-    group whose key has not changed since is not rendered again. On three real 4.4.0 brokers the brokers'
-    advertised API ranges are three quarters of the samples, and rendering them every cycle was over a quarter of the
-    exporter's own CPU (bench/bench_real_brokers.py). Renders run in worker threads, hence the lock."""
-
-    #: A key changes when a broker restarts or leaves; the stale view of a snapshot has a key of its own.
-    ENTRIES = 8
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._kept: dict[tuple[bool, Hashable], bytes] = {}
-
-    def text(self, group: FamilyGroup, openmetrics: bool) -> bytes:
-        wanted = (openmetrics, group.key)
-        with self._lock:
-            found = self._kept.get(wanted)
-        if found is not None:
-            return found
-        text = _render_families(group.families(), openmetrics)
-        with self._lock:
-            self._kept[wanted] = text
-            while len(self._kept) > self.ENTRIES:
-                del self._kept[next(iter(self._kept))]  # the oldest first: dicts keep insertion order
-        return text
+@functools.lru_cache(maxsize=8)
+def _kept_text(build: Callable[[Any], Iterable[Metric]], key: Hashable, openmetrics: bool) -> bytes:
+    """The text of a KeptGroup, rendered again only when its key changes (a broker restarts or leaves; the stale view
+    of a snapshot has a key of its own). On three real 4.4.0 brokers the brokers' advertised API ranges are three
+    quarters of the samples, and rendering them every cycle was over a quarter of the exporter's own CPU
+    (bench/bench_real_brokers.py)."""
+    return _render_families(build(key), openmetrics)
 
 
-_KEPT_GROUPS = _KeptGroups()
+def _group_text(group: FamilyGroup, openmetrics: bool) -> bytes:
+    if isinstance(group, KeptGroup):
+        return _kept_text(group.build, group.key, openmetrics)
+    return _render_families(group(), openmetrics)
 
 
 def render_snapshot(snapshot: Snapshot | None, openmetrics: bool, network_processor_label: bool = False) -> bytes:
     """The snapshot's own families, without the OpenMetrics EOF marker: the same bytes as one render of them all
     (each family's text is its own), the groups that did not change since an earlier render taken as they were."""
-    return b"".join(
-        _render_families(group.families(), openmetrics) if group.key is None else _KEPT_GROUPS.text(group, openmetrics)
-        for group in SnapshotCollector(snapshot, network_processor_label).groups()
-    )
+    groups = SnapshotCollector(snapshot, network_processor_label).groups()
+    return b"".join(_group_text(group, openmetrics) for group in groups)
 
 
 Format = tuple[bool, bool]  # (openmetrics, gzip)
