@@ -450,6 +450,12 @@ public class MBeanHost {
                 if (passwordFile != null) {
                     env.put("jmx.remote.x.password.file", passwordFile.toString());
                 }
+                // A broker started with this option has its JMX agent refuse what the filter does not admit
+                // (the JDK's ConnectorBootstrap passes it on the same way).
+                String serialFilter = System.getProperty("com.sun.management.jmxremote.serial.filter.pattern");
+                if (serialFilter != null) {
+                    env.put(RMIConnectorServer.SERIAL_FILTER_PATTERN, serialFilter);
+                }
                 RMIJRMPServerImpl serverImpl = new RMIJRMPServerImpl(rmiPort, clientSockets, serverSockets, env);
                 // A URL without a /jndi/ path: the connector server only exports serverImpl.
                 JMXServiceURL url = new JMXServiceURL("service:jmx:rmi://127.0.0.1:" + port);

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Listener", "TcpCount", "count_connections", "established"]
+__all__ = ["Listener", "TcpCount", "count_connections", "established", "socket_inodes"]
 
 _ESTABLISHED = "01"
 
@@ -53,7 +53,7 @@ def established(tables: Iterable[Path] = (Path("/proc/net/tcp"), Path("/proc/net
     return found
 
 
-def _socket_inodes(pid: int) -> set[int]:
+def socket_inodes(pid: int) -> set[int]:
     inodes = set()
     fd_dir = Path(f"/proc/{pid}/fd")
     # A process that exits while it is listed has no fds left: it holds nothing.
@@ -71,7 +71,7 @@ def count_connections(listeners: Mapping[int, Listener], owners: Mapping[int, st
     the caller chooses, e.g. the client identity the broker should record) of the client's end."""
     owner_of: dict[int, str] = {}
     for pid, owner in owners.items():
-        for inode in _socket_inodes(pid):
+        for inode in socket_inodes(pid):
             owner_of[inode] = owner
     counts: Counter[tuple[str, Listener]] = Counter()
     unowned: Counter[Listener] = Counter()

@@ -26,7 +26,9 @@ from exporter.sources.jmx import JavaRuntime, JmxTarget, JmxTransport
 from exporter.sources.jmx_bridge import BridgeTls, JmxBridge
 from exporter.web.exposition import render_snapshot
 from harness.ports import free_port
-from kafka_double.mbean_host import MBeanHost
+from kafka_double.mbean_host import DEFAULT_JVM_OPTIONS, MBeanHost
+from real_kafka.connections import established, socket_inodes
+from tests.support.waiting import SURE_CYCLE
 
 pytestmark = pytest.mark.slow
 
@@ -73,10 +75,14 @@ def populate(host: MBeanHost, broker_id: int, port: int, password: str | None = 
     return url
 
 
-def settings(brokers: list[dict], transport: str = "bridge", timeout: float = 5, **collection: object) -> Settings:
+def settings(
+    brokers: list[dict], transport: str = "bridge", timeout: float | None = None, **collection: object
+) -> Settings:
+    """A cycle every healthy broker answers (SURE_CYCLE), or with ``timeout`` a JMX deadline the test is about."""
+    deadline = SURE_CYCLE if timeout is None else {"interval_seconds": 10, "jmx_timeout_seconds": timeout}
     return Settings(
         clusters=[{"name": "bridge", "brokers": brokers}],
-        collection={"interval_seconds": 10, "jmx_timeout_seconds": timeout, "jmx_transport": transport, **collection},
+        collection={**deadline, "jmx_transport": transport, **collection},
     )
 
 
@@ -132,9 +138,13 @@ def children() -> list[int]:
 
 
 @pytest.mark.parametrize("label", [False, True], ids=["summed", "per_processor"])
-def test_the_bridge_reads_the_same_series_as_the_per_call_path(mbean_host: MBeanHost, label: bool) -> None:
+def test_the_bridge_reads_the_same_series_as_the_per_call_path(
+    mbean_host: MBeanHost, label: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="exporter.sources.jmx_bridge")
     brokers = [{"id": 31 + label, "jmx_url": populate(mbean_host, 31 + label, free_port())}]
     bridge = series_of(*_one(settings(brokers, network_processor_label=label)))
+    assert not [line for line in REFUSED.values() if line in caplog.text]  # asked at once, the zeros not read
     per_call = series_of(*_one(settings(brokers, "per_call", network_processor_label=label)))
     assert bridge == per_call
     names = {name for name, _ in bridge}
@@ -149,6 +159,34 @@ def test_the_bridge_reads_the_same_series_as_the_per_call_path(mbean_host: MBean
     # Summed: PLAINTEXT 2+3 and INTERNAL 1 (a Double-typed gauge); per processor: three series.
     assert sorted(kcat.values()) == ([1.0, 2.0, 3.0] if label else [1.0, 5.0])
     assert not [labels for name, labels in bridge if ("client_software_name", "gone-app") in labels]
+
+
+# What the bridge logs when a broker's JMX agent refuses the queries it asks instead of one per pattern: the OR of a
+# domain's patterns, and the same ANDed with "the attribute is 0".
+REFUSED = {"patterns": "one query per domain refused", "zeros": "the query for MBeans at 0 refused"}
+
+
+@pytest.mark.parametrize(
+    ("refused", "serial_filter"),
+    # A broker started with -Dcom.sun.management.jmxremote.serial.filter.pattern refusing a class these queries need
+    # (a single ObjectName, as every other call sends, admitted).
+    [("patterns", "!javax.management.OrQueryExp"), ("zeros", "!javax.management.BinaryRelQueryExp")],
+)
+def test_a_server_that_refuses_the_combined_queries_is_read_one_mbean_at_a_time(
+    refused: str, serial_filter: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="exporter.sources.jmx_bridge")
+    option = f"-Dcom.sun.management.jmxremote.serial.filter.pattern={serial_filter}"
+    with MBeanHost(jvm_options=(*DEFAULT_JVM_OPTIONS, option)) as filtered:
+        brokers = [{"id": 33, "jmx_url": populate(filtered, 33, free_port())}]
+        config = settings(brokers)
+        [first, second], _ = collect(config, cycles=2)
+        per_call = series_of(*_one(settings(brokers, "per_call")))
+    assert all(r.ok for snapshot in (first, second) for r in snapshot.results)
+    # Refused once on the connection, which then asks as before, and nothing is missing.
+    assert caplog.text.count(REFUSED[refused]) == 1, caplog.text
+    assert [other for key, other in REFUSED.items() if key != refused and other in caplog.text] == []
+    assert series_of(first, config) == series_of(second, config) == per_call
 
 
 def _one(config: Settings) -> tuple[Snapshot, Settings]:
@@ -170,7 +208,7 @@ def test_a_password_protected_endpoint_works_and_the_password_stays_off_command_
                 "jmx": {"username": "admin", "password": PASSWORD},
             }
         ],
-        collection={"interval_seconds": 10, "jmx_timeout_seconds": 5},
+        collection=SURE_CYCLE,
     )
     caplog.set_level(logging.DEBUG)
     loop = CollectionLoop(config)
@@ -196,6 +234,37 @@ def test_a_password_protected_endpoint_works_and_the_password_stays_off_command_
     assert PASSWORD not in caplog.text
     assert "jmx-bridge: connected to" in caplog.text  # the bridge's stderr did reach the log
     assert PASSWORD not in render_snapshot(snapshot, False, False).decode()
+
+
+def test_the_bridge_keeps_its_tcp_connection_to_a_broker_between_cycles(mbean_host: MBeanHost) -> None:
+    """RMI closes a socket unused for sun.rmi.transport.connectionTimeout: once that was the JMX deadline, so each
+    cycle longer apart than the deadline connected anew (TCP, RMI's handshake, a thread on the broker)."""
+    port = free_port()
+    brokers = [{"id": 57, "jmx_url": populate(mbean_host, 57, port)}]
+    loop = CollectionLoop(settings(brokers, timeout=1))
+
+    async def sockets_after_a_complete_cycle() -> set[int]:
+        for _ in range(20):  # a loaded machine may miss the 1 s deadline: the next cycle reads on
+            snapshot = await loop.run_cycle()
+            if all(r.ok for r in snapshot.results):
+                [pid] = bridge_pids()
+                held = socket_inodes(pid)
+                return {local for local, remote, inode in established() if remote == port and inode in held}
+        raise AssertionError("no complete cycle in 20")
+
+    async def run() -> list[set[int]]:
+        ports = [await sockets_after_a_complete_cycle()]
+        for _ in range(2):
+            # Idle three times the deadline, as between two cycles of a 10 s interval.
+            await asyncio.sleep(3)
+            ports.append(await sockets_after_a_complete_cycle())
+        return ports
+
+    try:
+        ports = asyncio.run(run())
+    finally:
+        loop.close()
+    assert ports[0] and ports[0] == ports[1] == ports[2], ports
 
 
 def test_a_broker_restarted_on_the_same_port_is_read_again_in_the_next_cycle(mbean_host: MBeanHost) -> None:
