@@ -23,6 +23,7 @@ from harness.ports import free_port
 from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
+from tests.support.waiting import SURE_CYCLE
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ def settings_for(double: DoubleCluster, broker_ids: list[int], name: str = "e2e"
     brokers = [{"id": i, "jmx_url": double.broker(i).jmx_url} for i in broker_ids]
     return Settings(
         clusters=[{"name": name, "bootstrap_servers": double.bootstrap().split(","), "brokers": brokers}],
-        collection={"interval_seconds": 5, "jmx_timeout_seconds": 5, **collection},
+        collection={**SURE_CYCLE, **collection},
     )
 
 

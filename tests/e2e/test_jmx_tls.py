@@ -21,6 +21,7 @@ from harness.ports import free_port
 from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import JmxTls, MBeanHost
 from tests.support.tls_material import write_leaf
+from tests.support.waiting import SURE_CYCLE
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +87,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
 
 
 def collect(clusters: list[dict]) -> Snapshot:
-    loop = CollectionLoop(Settings(clusters=clusters, collection={"interval_seconds": 10, "jmx_timeout_seconds": 8}))
+    loop = CollectionLoop(Settings(clusters=clusters, collection=SURE_CYCLE))
     try:
         return asyncio.run(loop.run_cycle())
     finally:

@@ -17,6 +17,7 @@ from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec, Metric
 from kafka_double.mbean_host import MBeanHost
 from kafka_double.metrics_endpoint import PRESETS
 from tests.e2e.test_end_to_end import collect
+from tests.support.waiting import SURE_CYCLE
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +119,7 @@ def test_https_basic_auth_wrong_password_and_a_dead_broker(mbean_host: MBeanHost
         brokers = [{"id": b.broker_id, "metrics_url": b.metrics_url} for b in cluster.brokers]
         settings = Settings(
             clusters=[cluster_config("good", "s3cret-Pass", brokers), cluster_config("wrong", "nope-Pass", brokers)],
-            collection={"interval_seconds": 5, "jmx_timeout_seconds": 5},
+            collection=SURE_CYCLE,
         )
         snapshot, series = collect(settings)
         client.close()
@@ -153,7 +154,7 @@ def test_endpoints_of_discovered_brokers(mbean_host: MBeanHost) -> None:
                     "prometheus": {"preset": "strimzi", "port": broker.spec.metrics_port},
                 }
             ],
-            collection={"interval_seconds": 5, "jmx_timeout_seconds": 5},
+            collection=SURE_CYCLE,
         )
         snapshot, series = collect(settings)
         client.close()

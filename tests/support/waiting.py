@@ -10,6 +10,11 @@ import pytest
 
 T = TypeVar("T")
 
+#: The collection settings of a test that needs a cycle to complete, every read answered: a JMX deadline that bounds a
+#: hang, not the answer. A cycle's first read starts a bridge JVM and connects it; beside the loaded suite on two
+#: cores (load 13) that took over 5 s, and the double's healthy brokers read as timeouts.
+SURE_CYCLE: dict[str, object] = {"interval_seconds": 60, "jmx_timeout_seconds": 45}
+
 
 def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition", interval: float = 0.05) -> None:
     """Return once ``cond()`` is true; AssertionError naming ``what`` after ``timeout`` seconds."""
