@@ -129,16 +129,16 @@ class JmxBridge(JmxTransport):
     def command(self) -> list[str]:
         """The bridge's command line: no credentials, they come over stdin."""
         rmi_ms = str(max(1, round(self._deadline_seconds * 1000)))
-        idle = str(max(1, round(self._idle_seconds)))
+        idle = max(1, round(self._idle_seconds))
         # RMI's own timeouts free a worker stuck on a black-holed broker; defaults are minutes or forever.
         rmi = [
             f"-D{name}={rmi_ms}"
             for name in ("sun.rmi.transport.tcp.handshakeTimeout", "sun.rmi.transport.tcp.responseTimeout")
         ]
         # How long RMI keeps an unused socket to a broker for its next call (sun.rmi.transport.tcp.TCPChannel's
-        # idleTimeout; 15 s by default), not a connect timeout: as long as the bridge keeps the broker's JMX
-        # connection, or every cycle longer than it would connect anew (TCP, RMI's handshake, TLS's).
-        rmi.append(f"-Dsun.rmi.transport.connectionTimeout={int(idle) * 1000}")
+        # idleTimeout, 15 s by default), not a connect timeout: as long as the bridge keeps the broker's JMX
+        # connection. Shorter than the interval, every cycle connects anew (TCP, RMI's handshake, TLS's).
+        rmi.append(f"-Dsun.rmi.transport.connectionTimeout={idle * 1000}")
         classpath = os.pathsep.join((BRIDGE_JAR, JAR_PATH))
         tls = self._tls.arguments() if self._tls is not None else []
         return [
@@ -150,7 +150,7 @@ class JmxBridge(JmxTransport):
             classpath,
             "JmxBridge",
             str(self._workers),
-            idle,
+            str(idle),
             *tls,
         ]
 
