@@ -246,20 +246,30 @@ def test_the_bridge_keeps_its_tcp_connection_to_a_broker_between_cycles(mbean_ho
     mbean_host.sync()
     loop = CollectionLoop(settings(brokers, timeout=2))
 
+    def bridge_sockets() -> set[int]:
+        [pid] = bridge_pids()
+        held = socket_inodes(pid)
+        return {local for local, remote, inode in established() if remote == port and inode in held}
+
     async def sockets_after_a_complete_cycle() -> set[int]:
         for _ in range(20):  # a loaded machine may miss the 2 s deadline (the bridge's start): the next cycle reads on
             snapshot = await loop.run_cycle()
             if all(r.ok for r in snapshot.results):
-                [pid] = bridge_pids()
-                held = socket_inodes(pid)
-                return {local for local, remote, inode in established() if remote == port and inode in held}
+                return bridge_sockets()
         raise AssertionError("no complete cycle in 20")
+
+    async def watched_while_idle(sockets: set[int], seconds: float) -> None:
+        """The bridge's socket stays the same while no cycle runs for ``seconds`` (the time between two cycles of a
+        10 s interval, well beyond the deadline): it fails the moment RMI closes it."""
+        idle_until = time.monotonic() + seconds
+        while time.monotonic() < idle_until:
+            assert bridge_sockets() == sockets, f"closed after {seconds - (idle_until - time.monotonic()):.1f} s idle"
+            await asyncio.sleep(0.2)
 
     async def run() -> list[set[int]]:
         ports = [await sockets_after_a_complete_cycle()]
         for _ in range(2):
-            # Idle well beyond the deadline, as between two cycles of a 10 s interval.
-            await asyncio.sleep(5)
+            await watched_while_idle(ports[-1], 5)
             ports.append(await sockets_after_a_complete_cycle())
         return ports
 
