@@ -1,7 +1,8 @@
 """The README's main job: the demo scenario with the exporter watching it and Prometheus evaluating the shipped
 alerts, which Alertmanager (the example configuration) turns into the messages it prints, on Apache Kafka's own
 brokers (demo/scenario.py): one KRaft cluster in the middle of a rolling upgrade from 3.9.2 to 4.4.0, or with
---rolling-upgrade a 3.9.2 cluster rolled to 4.4.0 while it runs (real_kafka/rolling_upgrade.py does the roll).
+--rolling-upgrade a 3.9.2 cluster rolled to 4.4.0 while it runs (real_kafka/rolling_upgrade.py does the roll), or with
+--migration a 3.9.2 ZooKeeper-mode cluster migrated to KRaft and then rolled to 4.4.0 (demo/migration.py).
 
 Run through `bash scripts/demo.sh` (which installs what is missing) or `python -m demo` from the repository root
 (neither the demo nor the brokers' launcher is installed with the exporter).
@@ -38,11 +39,19 @@ def _started_at() -> float:
 def main(argv: list[str] | None = None) -> int:
     started_at = _started_at()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
+    scenarios = parser.add_mutually_exclusive_group()
+    scenarios.add_argument(
         "--rolling-upgrade",
         action="store_true",
         help="start a 3.9.2 cluster of three nodes and roll it to 4.4.0 while you watch (each step is printed), then "
         "keep it running on 4.4.0",
+    )
+    scenarios.add_argument(
+        "--migration",
+        action="store_true",
+        help="start a 3.9.2 cluster of three brokers in ZooKeeper mode, migrate it to KRaft while you watch (a "
+        "dedicated controller, each broker rolled into migration mode then to KRaft, the controller finalized), then "
+        "roll it to 4.4.0; each step is printed",
     )
     parser.add_argument("--port", type=int, default=9784, help="exporter port (a free one if taken)")
     parser.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus port (a free one if taken)")
@@ -79,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         stop=stop,
         started_at=started_at,
         rolling_upgrade=args.rolling_upgrade,
+        migration=args.migration,
     )
     try:
         with scenario as demo:

@@ -31,9 +31,10 @@ from harness.alertmanager_process import (
     with_timings,
 )
 from harness.clients import ClientError, ClientKind, ClientSpec, RealClient, available_kinds, start_client
-from harness.exporter_process import checkout_env
+from harness.exporter_process import checkout_env, running_exporter
 from harness.prometheus_process import running_prometheus
 from harness.subscriptions import Subscription
+from real_kafka.broker import KafkaNode, StartTiming
 
 __all__ = [
     "CLUSTER",
@@ -65,6 +66,7 @@ SUBSCRIPTION = Subscription(
 )
 #: The clientId of the client an upgrade to 4.0 would break, which the inventory names behind the blocker.
 LEGACY_CLIENT_ID = "legacy-billing-producer"
+JMX_USER = "monitor"
 
 T = TypeVar("T")
 
@@ -105,11 +107,54 @@ def port_free(port: int) -> bool:
     return True
 
 
-def wait_exporter_ready(url: str, exporter: subprocess.Popen, timeout: float = 60.0) -> None:
+class DemoExporter:
+    """The exporter the demo runs on ``port``, in a session of its own (a terminal's Ctrl-C reaches the demo only,
+    which stops it in turn). ``start`` again with another configuration restarts it on the same port, as an operator
+    restarts the daemon after adding nodes to its configuration (--migration's controller); ``poll`` is None while it
+    runs and while it restarts."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self._lock = threading.Lock()
+        self._running = contextlib.ExitStack()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, config: Path) -> None:
+        with self._lock:
+            self._running.close()
+            self._running = contextlib.ExitStack()
+            self._process = self._running.enter_context(running_exporter(config, self.port, start_new_session=True))
+
+    def poll(self) -> int | None:
+        with self._lock:
+            return None if self._process is None else self._process.poll()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._running.close()
+
+
+def node_line(node: KafkaNode, roles: str, timing: StartTiming | None) -> str:
+    """The summary's line for a node: its release, roles, listeners, JMX URL, pid and logs."""
+    kind = "broker" if node.roles.broker else "controller"
+    listeners = ", ".join(
+        f"{name} 127.0.0.1:{port}"
+        for name, port in (("PLAINTEXT", node.ports.plaintext), ("CONTROLLER", node.ports.controller))
+        if port is not None
+    )
+    ready = f", ready {timing.wall_seconds:.1f} s after launch" if timing else ""
+    return (
+        f"demo:   {kind} {node.node_id}: Apache Kafka {node.release}, {roles}; {listeners}; JMX {node.jmx_url} "
+        f"(user {JMX_USER}); pid {node.pid}{ready}; logs in {node.logs.directory}"
+    )
+
+
+def wait_exporter_ready(url: str, exporter: DemoExporter, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if exporter.poll() is not None:
-            raise RuntimeError(f"the exporter exited with code {exporter.returncode}")
+        if (code := exporter.poll()) is not None:
+            raise RuntimeError(f"the exporter exited with code {code}")
         with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as response:
             if response.status == 200:
                 return
@@ -443,13 +488,13 @@ class RunningDemo:
 
     #: What the summary says about the brokers: releases, roles, addresses.
     brokers: list[str]
-    exporter: subprocess.Popen
+    exporter: DemoExporter
     exporter_url: str
     prometheus_url: str | None
     inventory: InventoryJob | None
     first_series: FirstSeries | None = None
     late_client: LateClient | None = None
-    #: More lines for the summary, in the scenario's words (--rolling-upgrade: when the roll starts).
+    #: More lines for the summary, in the scenario's words (--rolling-upgrade, --migration: when the roll starts).
     notes: list[str] = field(default_factory=list)
     #: Prometheus, Alertmanager and what reached Alertmanager's receivers (None with --no-prometheus).
     alerting: Alerting | None = None

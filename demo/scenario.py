@@ -42,7 +42,6 @@ The controller gives leadership back to a restarted node after ten seconds (``le
 from __future__ import annotations
 
 import contextlib
-import csv
 import os
 import secrets
 import shutil
@@ -60,10 +59,12 @@ from demo.common import (
     CLUSTER,
     DEMO_FOR,
     DEMO_TIMINGS,
+    JMX_USER,
     KCAT_IDENTITIES,
     LEGACY_CLIENT_ID,
     POLICY,
     SUBSCRIPTION,
+    DemoExporter,
     FirstSeries,
     Interrupted,
     InventoryJob,
@@ -71,19 +72,21 @@ from demo.common import (
     RunningDemo,
     installed,
     interruptible,
+    node_line,
     running_alerting,
     wait_exporter_ready,
 )
+from demo.migration import DemoMigration, MigratingCluster
+from demo.roll import CREATED_WITH, UPGRADE_TO, DemoRoll, brokers_log_dirs
 from demo.tools import ALERTING_BUILDS, wait_for_builds
 from exporter.request_logs.log_kinds import LogKind
 from harness.clients import KCAT_TOPIC, ClientKind, ClientMix, ClientSpec, start_client
-from harness.exporter_process import running_exporter, write_config
+from harness.exporter_process import write_config
 from harness.ports import free_ports
 from real_kafka.broker import ClusterLayout, KafkaNode, NodeOptions, StartTiming
 from real_kafka.cluster import new_cluster_id
 from real_kafka.config import NodePorts, NodeRoles
 from real_kafka.jmx import JmxAuth
-from real_kafka.rolling_upgrade import Finalized, NodeBack, NodeStopped, RollEvent, RollingUpgrade, RollInterrupted
 
 __all__ = [
     "CONTROLLERS",
@@ -97,8 +100,6 @@ __all__ = [
     "running_demo",
 ]
 
-#: The release the cluster was created with: it formats every node's storage, so metadata.version is its own.
-CREATED_WITH = "3.9.2"
 METADATA_VERSION = "3.9-IV0"
 
 
@@ -119,7 +120,6 @@ CONTROLLERS = (NodePlan(3000, CREATED_WITH, controller=True, broker=False),)
 #: --rolling-upgrade: the cluster before the upgrade, three voters so that the quorum keeps its majority while one
 #: node is down.
 ROLLING_NODES = tuple(NodePlan(node_id, "3.9.2", controller=True) for node_id in (1, 2, 3))
-UPGRADE_TO = "4.4.0"
 #: Kafka's automatic leader rebalance, every 10 s instead of 300: leadership (and the producers with it) goes back
 #: to a restarted node while the newcomer watches.
 ROLLING_PROPERTIES = {"leader.imbalance.check.interval.seconds": "10"}
@@ -127,7 +127,6 @@ ROLLING_PROPERTIES = {"leader.imbalance.check.interval.seconds": "10"}
 LEGACY_NODE = 1
 #: kcat's topic is the Java clients' default one too (JavaClient.java, LegacyJavaClient.java).
 TOPIC = KCAT_TOPIC
-JMX_USER = "monitor"
 CLIENTS: list[ClientSpec] = [
     *KCAT_IDENTITIES,
     (ClientKind.KCAT, "inventory-sync", "3.2.0", "inventory-sync"),
@@ -142,12 +141,6 @@ LEGACY_CLIENT = ClientKind.JAVA_0_10_2
 #: An application still on kafka-clients 2.8 (within the policy) deployed after the inventory job's run.
 LATE_CLIENT = ClientKind.JAVA_2_8
 LATE_CLIENT_ID = "nightly-reconciliation"
-
-
-def brokers_log_dirs(data_dir: Path) -> str:
-    """What an operator gives the inventory job: the nodes' log directories (a glob), not their data directories
-    beside them."""
-    return str(data_dir / "kafka" / "node-*" / "logs")
 
 
 def logged_client_ids(logs: Path, wanted: set[str]) -> set[str]:
@@ -256,177 +249,11 @@ class UpgradingCluster:
             f"{self.format_seconds:.1f} s",
         ]
         for node in self.nodes.values():
-            kind = "broker" if node.roles.broker else "controller"
             roles = {(True, True): "controller and broker", (True, False): "broker"}.get(
                 (node.roles.broker, node.roles.controller), "dedicated controller (the quorum's only voter)"
             )
-            listeners = ", ".join(
-                f"{name} 127.0.0.1:{port}"
-                for name, port in (("PLAINTEXT", node.ports.plaintext), ("CONTROLLER", node.ports.controller))
-                if port is not None
-            )
-            timing = self.timings.get(node.node_id)
-            ready = f", ready {timing.wall_seconds:.1f} s after launch" if timing else ""
-            lines.append(
-                f"demo:   {kind} {node.node_id}: Apache Kafka {node.release}, {roles}; {listeners}; JMX "
-                f"{node.jmx_url} (user {JMX_USER}); pid {node.pid}{ready}; logs in {node.logs.directory}"
-            )
+            lines.append(node_line(node, roles, self.timings.get(node.node_id)))
         return lines
-
-
-class DemoRoll:
-    """The rolling upgrade of ``--rolling-upgrade``, on a thread of its own: it starts once the inventory job has run
-    (so that who runs the legacy producer is named before the roll; at once without a job), says at each step which
-    node is restarting and where to look, holds each state for a few cycles so that the pages can show it, and runs
-    the inventory job again after the roll. ``stop`` (the demo's Ctrl-C) ends it between steps and in its waits; the
-    nodes are stopped by the demo's clean-up, by pid."""
-
-    def __init__(
-        self,
-        cluster: UpgradingCluster,
-        first_job: InventoryJob | None,
-        data_dir: Path,
-        interval_seconds: float,
-        say: Callable[[str], None],
-        stop: threading.Event | None,
-    ) -> None:
-        self._cluster, self._first_job, self._data_dir, self._say = cluster, first_job, data_dir, say
-        self._interval = interval_seconds
-        self._outer_stop = stop or threading.Event()
-        self._stop = threading.Event()
-        self.events: list[RollEvent] = []
-        self.done = threading.Event()
-        self.second_job: InventoryJob | None = None
-        self._thread = threading.Thread(target=self._run, name="demo-roll", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self.second_job is not None:
-            self.second_job.stop()
-        # A node being started keeps the thread in its wait until the demo's clean-up stops that node.
-        self._thread.join(2)
-
-    def _stopping(self) -> bool:
-        return self._stop.is_set() or self._outer_stop.is_set()
-
-    def _hold(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self._stopping():
-                raise RollInterrupted
-            self._stop.wait(0.2)
-
-    def _run(self) -> None:
-        try:
-            self._roll()
-        except RollInterrupted:
-            pass
-        except Exception as exc:  # the demo goes on, on whatever the cluster now runs
-            if not self._stopping():
-                self._say(f"demo: the rolling upgrade failed: {exc}")
-        finally:
-            self.done.set()
-
-    def _roll(self) -> None:
-        if self._first_job is not None:
-            while not self._first_job.done.wait(0.5):
-                if self._stopping():
-                    return
-        # A few cycles of the cluster as it is, with the job's names on the page, before the first node goes.
-        self._hold(3 * self._interval)
-        nodes = list(self._cluster.nodes.values())
-        self._say(
-            f"demo: the rolling upgrade from {CREATED_WITH} to {UPGRADE_TO} starts now, one node at a time "
-            f"({', '.join(str(node.node_id) for node in nodes)}). Watch the status page's Brokers table and upgrade "
-            "blockers, Prometheus' /alerts, and in the dashboards: Kafka upgrade readiness > Inferred broker "
-            "releases and Feature levels, Kafka client inventory > Connections by broker and listener"
-        )
-        stop = threading.Event()
-        watcher = threading.Thread(target=self._relay_stop, args=(stop,), name="demo-roll-stop", daemon=True)
-        watcher.start()
-        roll = RollingUpgrade(nodes, self._cluster.bootstrap(), UPGRADE_TO, stop=stop, say=self._step)
-        releases = {node.node_id: node.release for node in nodes}
-        for event in roll.steps():
-            self.events.append(event)
-            if isinstance(event, NodeStopped):
-                del releases[event.node_id]
-                self._say(
-                    f"demo: roll: node {event.node_id} is down after a {event.shutdown_seconds:.1f} s controlled "
-                    f"shutdown. Status page: its row says 'down: connection' and nothing is listed under it; its "
-                    "clients reconnect to the other brokers (Connections by broker and listener); "
-                    "KafkaClientExporterBrokerDown goes pending in Prometheus"
-                )
-                self._hold(2 * self._interval)
-            elif isinstance(event, NodeBack):
-                releases[event.node_id] = event.release
-                mixed = len(set(releases.values())) > 1
-                skew = (
-                    "KafkaBrokerReleaseSkew is pending: 3.9 and 4.4 brokers answer side by side"
-                    if mixed
-                    else "KafkaBrokerReleaseSkew is inactive: every broker answering runs 4.4"
-                )
-                self._say(
-                    f"demo: roll: node {event.node_id} is back on Kafka {event.release}, every partition in sync "
-                    f"(restart {event.restart_seconds:.1f} s: shutdown {event.shutdown_seconds:.1f} s, start "
-                    f"{event.start_seconds:.1f} s, catch-up {event.catch_up_seconds:.1f} s). Its inferred release is "
-                    f"{UPGRADE_TO} (kafka_broker_release_info); {skew}; the legacy producer's Produce v2 is refused "
-                    "wherever a 4.4 broker leads its partition (its server.log: Closing socket ... "
-                    "UnsupportedVersionException)"
-                )
-                self._hold(3 * self._interval)
-            elif isinstance(event, Finalized):
-                levels = ", ".join(f"{feature} {level}" for feature, level in sorted(event.upgraded.items()))
-                self._say(
-                    f"demo: roll: every node runs {UPGRADE_TO}; kafka-features upgrade {' '.join(event.args)} raised "
-                    f"the finalized features ({levels}; metadata.version was 21, 3.9-IV0): "
-                    "kafka_broker_finalized_feature_level (Feature levels) shows them from the next cycle. The "
-                    "legacy producer now fails on every broker"
-                )
-        stop.set()
-        self._inventory_again()
-
-    def _relay_stop(self, roll_stop: threading.Event) -> None:
-        while not roll_stop.is_set():
-            if self._stopping():
-                roll_stop.set()
-                return
-            time.sleep(0.2)
-
-    def _step(self, line: str) -> None:
-        self._say(f"demo: roll: {line}")
-
-    def _inventory_again(self) -> None:
-        if self._first_job is None or self._stopping():
-            self._say(f"demo: the cluster runs Kafka {UPGRADE_TO}; Ctrl-C stops everything")
-            return
-        self._say(
-            "demo: the inventory job runs again over the request logs and server.log (--incremental: only what is new "
-            "since its first run); its rejections table will name the refused producer"
-        )
-        job = InventoryJob(
-            brokers_log_dirs(self._data_dir),
-            self._first_job.output,
-            self._data_dir / "inventory-job-after-roll.log",
-            self._say,
-        )
-        self.second_job = job
-        job.start()
-        while not job.done.wait(0.5):
-            if self._stopping():
-                return
-        rejections = job.output / "current" / "rejections.csv"
-        if job.returncode == 0 and rejections.is_file():
-            with rejections.open(encoding="utf-8", newline="") as table:
-                rows = [row for row in csv.DictReader(table) if row["api_name"] == "Produce"]
-            named = sorted({row["client_id"] for row in rows if row["matched_by"] == "connection"})
-            self._say(
-                f"demo: the brokers refused {len(rows)} Produce v2 requests since the roll, from "
-                f"{', '.join(named) or 'clients named by host only'} ({rejections})"
-            )
-        self._say(f"demo: the cluster runs Kafka {UPGRADE_TO}; Ctrl-C stops everything")
 
 
 #: TOPIC's one replica on the node still on 3.9 (the mid-upgrade cluster), or on every node with a partition led by
@@ -437,12 +264,20 @@ ROLLING_TOPIC: dict[str, object] = {"num_partitions": 3, "replication_factor": 3
 REPLICATED_TOPIC = ("demo-replicated", {"num_partitions": 3, "replication_factor": 3})
 
 
-def create_topic_and_subscription(bootstrap: str, topic: dict[str, object] = MID_UPGRADE_TOPIC) -> None:
-    """TOPIC laid out as ``topic`` says, REPLICATED_TOPIC, and SUBSCRIPTION, through the Admin API (CreateTopics,
-    IncrementalAlterConfigs)."""
+def create_topics(bootstrap: str, topic: dict[str, object] = MID_UPGRADE_TOPIC) -> None:
+    """TOPIC laid out as ``topic`` says and REPLICATED_TOPIC, through the Admin API (CreateTopics)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="demo-setup")
     try:
         admin.create_topics({TOPIC: topic, REPLICATED_TOPIC[0]: REPLICATED_TOPIC[1]}, wait_for_metadata=True)
+    finally:
+        admin.close()
+
+
+def create_subscription(bootstrap: str) -> None:
+    """SUBSCRIPTION, through the Admin API (IncrementalAlterConfigs of a CLIENT_METRICS resource, which KRaft clusters
+    only serve)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="demo-setup")
+    try:
         resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, SUBSCRIPTION.name, SUBSCRIPTION.configs())
         # raise_on_unknown would first describe the subscription, which does not exist yet.
         result = admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
@@ -476,12 +311,16 @@ def running_demo(
     stop: threading.Event | None = None,
     started_at: float | None = None,
     rolling_upgrade: bool = False,
+    migration: bool = False,
 ) -> Iterator[RunningDemo]:
     """Everything above running, on loopback, its files under ``data_dir`` (the cluster and the inventory new at
     each run); stopped in reverse order on exit, the brokers last and by pid. ``stop`` set during start-up (the
     signal handler) raises demo.common.Interrupted after stopping what had started. ``started_at`` (a time.time())
     is when the command began, for the first live series' clock. ``rolling_upgrade``: the 3.9.2 cluster, rolled to
-    4.4.0 while the demo runs (DemoRoll)."""
+    4.4.0 while the demo runs (DemoRoll); ``migration``: a 3.9.2 ZooKeeper-mode cluster, migrated to KRaft and then
+    rolled to 4.4.0 while the demo runs (demo.migration)."""
+    if rolling_upgrade and migration:
+        raise ValueError("the rolling upgrade and the migration are two scenarios: choose one")
     started_at = time.time() if started_at is None else started_at
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -493,17 +332,29 @@ def running_demo(
     password_file = _private_file(data_dir / "jmx-password", jmx.password)
     # The request log production can afford (broker-config/): what the newcomer sees is what it tells.
     request_log = LogKind.IDENTITIES_AND_INFO
-    if rolling_upgrade:
-        plans = ROLLING_NODES
+    # The stories that restart nodes in front of the newcomer: every node holds a partition of the legacy producer's
+    # topic and the brokers' own replica fetchers run everywhere.
+    restarting = rolling_upgrade or migration
+    cluster: UpgradingCluster | MigratingCluster
+    if restarting:
         options = NodeOptions(jmx_auth=jmx, extra_properties=ROLLING_PROPERTIES, request_log=request_log)
     else:
-        plans, options = (*NODES, *CONTROLLERS), NodeOptions(jmx_auth=jmx, request_log=request_log)
-    cluster = UpgradingCluster(data_dir / "kafka", options, plans)
-    releases = ", ".join(
-        f"{plan.release}{'' if not plan.controller else ' (controller)' if plan.broker else ' (dedicated controller)'}"
-        for plan in plans
-    )
-    say(f"demo: starting Apache Kafka's own brokers: {releases}, one KRaft cluster, under {cluster.directory} ...")
+        options = NodeOptions(jmx_auth=jmx, request_log=request_log)
+    if migration:
+        cluster = MigratingCluster(data_dir / "kafka", options)
+        layout = f"{CREATED_WITH} x 3 in ZooKeeper mode beside a ZooKeeper of {CREATED_WITH}'s own"
+    else:
+        plans = ROLLING_NODES if rolling_upgrade else (*NODES, *CONTROLLERS)
+        cluster = UpgradingCluster(data_dir / "kafka", options, plans)
+        layout = (
+            ", ".join(
+                f"{plan.release}"
+                f"{'' if not plan.controller else ' (controller)' if plan.broker else ' (dedicated controller)'}"
+                for plan in plans
+            )
+            + ", one KRaft cluster"
+        )
+    say(f"demo: starting Apache Kafka's own brokers: {layout}, under {cluster.directory} ...")
     say(
         "demo: each broker's request log is the one broker-config/ ships: a line per connection (its ApiVersions "
         "request: clientId, principal, host, software) and the requests in deprecated versions"
@@ -521,26 +372,32 @@ def running_demo(
         job = None
         if inventory:
             job = InventoryJob(brokers_log_dirs(data_dir), data_dir / "inventory", data_dir / "inventory-job.log", say)
-        config = write_config(
-            data_dir / "exporter.yaml",
-            CLUSTER,
-            {node_id: node.jmx_url for node_id, node in cluster.nodes.items()},
-            cluster.bootstrap(),
-            inventory=job.output if job else None,
-            policy_file=POLICY,
-            jmx={"username": JMX_USER, "password_file": str(password_file)},
-            interval_seconds=interval_seconds,
-            jmx_timeout_seconds=min(5, interval_seconds),
-        )
-        # The exporter first: the brokers' own connections are live series already, while the clients start. In its
-        # own session, so that a terminal's Ctrl-C reaches the demo only, which stops it in turn.
-        exporter = running.enter_context(running_exporter(config, port, start_new_session=True))
-        exporter_url = f"http://127.0.0.1:{port}"
+
+        def exporter_config(nodes: Mapping[int, str]) -> Path:
+            return write_config(
+                data_dir / "exporter.yaml",
+                CLUSTER,
+                dict(nodes),
+                cluster.bootstrap(),
+                inventory=job.output if job else None,
+                policy_file=POLICY,
+                jmx={"username": JMX_USER, "password_file": str(password_file)},
+                interval_seconds=interval_seconds,
+                jmx_timeout_seconds=min(5, interval_seconds),
+            )
+
+        # The exporter first: the brokers' own connections are live series already, while the clients start.
+        exporter = DemoExporter(port)
+        running.callback(exporter.stop)
+        exporter.start(exporter_config({node_id: node.jmx_url for node_id, node in cluster.nodes.items()}))
+        exporter_url = exporter.url
         first_series = FirstSeries(f"{exporter_url}/metrics", started_at, say)
         running.callback(first_series.stop)
         first_series.start()
-        topic = ROLLING_TOPIC if rolling_upgrade else MID_UPGRADE_TOPIC
-        interruptible(lambda: create_topic_and_subscription(cluster.bootstrap(), topic), stop)
+        topic = ROLLING_TOPIC if restarting else MID_UPGRADE_TOPIC
+        interruptible(lambda: create_topics(cluster.bootstrap(), topic), stop)
+        if not migration:  # made once the migration is done: ZooKeeper mode serves no client-metrics subscription
+            interruptible(lambda: create_subscription(cluster.bootstrap()), stop)
         started = installed(CLIENTS, say)
         clients = ClientMix(cluster.bootstrap(), started)
         running.callback(clients.close)
@@ -548,7 +405,7 @@ def running_demo(
         legacy = None
         if installed([LEGACY_CLIENT], say):
             # Mid-upgrade, only node 1 serves its Produce v2; in the rolling demo every node does until its restart.
-            legacy_bootstrap = cluster.bootstrap() if rolling_upgrade else cluster.node(LEGACY_NODE).bootstrap()
+            legacy_bootstrap = cluster.bootstrap() if restarting else cluster.node(LEGACY_NODE).bootstrap()
             legacy = start_client(LEGACY_CLIENT, legacy_bootstrap, client_id=LEGACY_CLIENT_ID)
             running.callback(legacy.close)
         say(f"demo: connecting {len(clients) + (legacy is not None)} clients ...")
@@ -566,8 +423,8 @@ def running_demo(
             named |= {LEGACY_CLIENT_ID} if legacy is not None else set()
             job.start(ready=lambda: named <= logged_client_ids(data_dir / "kafka", named))
         late = None
-        # The rolling demo's story is the roll: no client arrives late.
-        if not rolling_upgrade and installed([LATE_CLIENT], say):
+        # The rolling demo's and the migration's story is the roll: no client arrives late.
+        if not restarting and installed([LATE_CLIENT], say):
             late = LateClient(LATE_CLIENT, cluster.bootstrap(), LATE_CLIENT_ID, job, say)
             running.callback(late.stop)
             late.start()
@@ -591,20 +448,37 @@ def running_demo(
                     wait=alert_wait,
                     timings=alert_timings,
                     # A rolling upgrade mixes releases on purpose: the skew alert keeps its 12 hours there.
-                    skew=not rolling_upgrade,
+                    skew=not restarting,
                     say=say,
                 )
             )
         prometheus_url = alerting.prometheus_url if alerting else None
         notes = []
-        if rolling_upgrade:
-            roll = DemoRoll(cluster, job, data_dir, interval_seconds, say, stop)
+        if restarting:
+            roll: DemoRoll
+            if isinstance(cluster, MigratingCluster):
+                bootstrap = cluster.bootstrap()
+                roll = DemoMigration(
+                    cluster,
+                    exporter,
+                    exporter_config,
+                    lambda: create_subscription(bootstrap),
+                    job,
+                    data_dir,
+                    interval_seconds,
+                    say,
+                    stop,
+                )
+                story = f"the migration to KRaft, then the rolling upgrade to {UPGRADE_TO},"
+            else:
+                roll = DemoRoll(cluster, job, data_dir, interval_seconds, say, stop)
+                story = f"the rolling upgrade to {UPGRADE_TO}"
             running.callback(roll.stop)
             roll.start()
             when = "once the inventory job has named who runs what (about a minute)" if job else "in a few cycles"
             notes.append(
-                f"demo: the rolling upgrade to {UPGRADE_TO} starts {when}; each step is printed here: which node is "
-                "restarting, how long it took, and what the status page, Prometheus and the dashboards show"
+                f"demo: {story} starts {when}; each step is printed here: which node is restarting, how long it "
+                "took, and what the status page, Prometheus and the dashboards show"
             )
         yield RunningDemo(
             cluster.describe(),
