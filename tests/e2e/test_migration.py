@@ -17,6 +17,13 @@ settled:
   controller's connection to each of them (UpdateMetadata, LeaderAndIsr), which Kafka counts in no MBean, is in
   doubt instead, and the status page names the controller as the reason.
 
+Failures on the way, as production has them: broker 1 is killed (SIGKILL, no controlled shutdown) right after it
+entered migration mode, and the KRaft controller is killed as it begins copying the metadata from ZooKeeper (the
+moment its migration driver enters ZK_MIGRATION; the copy of this small cluster takes about 0.2 s, so the journal
+says whether the kill came before the copy's end); each is kept down until the exporter serves it as down (its JMX
+`up` 0, none of its connections served: nothing stale), then started again, and the step is checked again once it
+is back. The migration then goes on to the end.
+
 Then the upgrade the migration was for: the 0.10.1.1 producer's Produce v2 is served as what blocks 4.0, the operator
 retires it, and every node is rolled to 4.4.0 (the controller first, then each broker, each back in sync before the
 next) and the features finalized; after each node, every node is up in KRaft mode with nothing violating, and at the
@@ -28,14 +35,17 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import KafkaError
 
 from exporter import __version__ as EXPORTER_VERSION
 from harness.clients import RealClient
@@ -43,7 +53,7 @@ from harness.exporter_process import running_exporter, write_config
 from harness.ports import free_port
 from real_kafka import JmxAuth, KafkaCluster, NodeOptions
 from real_kafka.connections import Listener, count_connections
-from real_kafka.migration import Migration
+from real_kafka.migration import MIGRATED, Migration
 from real_kafka.rolling_upgrade import Finalized, NodeBack, RollingUpgrade, wait_in_sync
 from tests.support.own_connections import (
     UNKNOWN_PAIR,
@@ -181,6 +191,77 @@ def check(story: Story, step: str, want_modes: dict[str, str], *, exact: bool, t
     story.journal.append(f"{step}: agreed in {time.monotonic() - began:.1f} s; producer holds {dict(agreed[-1])}")
 
 
+def served_down(story: Story, node_id: int) -> None:
+    """Until the exporter serves ``node_id`` as down: its JMX ``up`` 0 and none of its connections (nothing stale)."""
+
+    def problems() -> list[str]:
+        view = served(story)
+        up = view.jmx_up().get(str(node_id))
+        stale = sum(value for labels, value in view.of("kafka_client_connections") if labels["broker"] == str(node_id))
+        return [f"node {node_id}: jmx up {up}, {stale} connections served"] if up != 0.0 or stale else []
+
+    began = time.monotonic()
+    until(problems, 60, f"node {node_id} served as down", poll=INTERVAL)
+    story.journal.append(f"node {node_id} killed: served as down in {time.monotonic() - began:.1f} s")
+
+
+def wait_registration_expired(story: Story, node_id: int, timeout: float = 90.0) -> None:
+    """Until the cluster's metadata no longer lists the crashed broker ``node_id``: ZooKeeper has expired its session
+    (zookeeper.session.timeout.ms, 18 s by default) and deleted its registration. A ZooKeeper-mode broker started
+    before that exits at once with NodeExistsException (KafkaZkClient.registerBroker, KafkaZkClient.scala:2251 in
+    3.9.2), as an operator's first restart after a crash does."""
+
+    def others() -> set[int] | None:
+        try:
+            admin = KafkaAdminClient(
+                bootstrap_servers=story.cluster.bootstrap(), client_id="migration-setup", request_timeout_ms=10000
+            )
+            try:
+                listed = {broker["broker_id"] for broker in admin.describe_cluster()["brokers"]}
+            finally:
+                admin.close()
+        except KafkaError:
+            return None
+        return None if node_id in listed else listed
+
+    began = time.monotonic()
+    eventually(others, timeout, f"broker {node_id}'s registration expired", poll=INTERVAL)
+    story.journal.append(f"broker {node_id}'s registration expired {time.monotonic() - began:.1f} s after it was down")
+
+
+#: What the migration driver of the active KRaft controller logs as it begins copying ZooKeeper's metadata.
+COPY_BEGINS = "transitioning from BECOME_CONTROLLER to ZK_MIGRATION state"
+
+
+def kill_controller_as_the_copy_begins(story: Story, given_up: threading.Event, timeout: float = 300.0) -> None:
+    """Watch the controller's log from now on; kill it the moment it begins the copy, keep it down until the exporter
+    says so, then start it again (run on a thread while the last broker rolls into migration mode)."""
+    controller = story.migration.controllers[CONTROLLER]
+    log = controller.logs.server_log
+    offset = log.stat().st_size
+    logged = ""
+    deadline = time.monotonic() + timeout
+    while COPY_BEGINS not in logged:
+        if given_up.is_set():  # the story failed meanwhile
+            return
+        assert time.monotonic() < deadline, f"the controller did not begin the copy within {timeout:.0f} s"
+        time.sleep(0.02)
+        with log.open("rb") as file:
+            file.seek(offset)
+            chunk = file.read()
+        offset += len(chunk)
+        logged += chunk.decode(errors="replace")
+    controller.kill()
+    with log.open("rb") as file:
+        file.seek(offset)
+        logged += file.read().decode(errors="replace")
+    when = "after the copy's end" if MIGRATED in logged else "during the copy"
+    story.journal.append(f"controller {CONTROLLER} killed {when}")
+    served_down(story, CONTROLLER)
+    controller.launch()
+    controller.wait_ready()
+
+
 @pytest.fixture(scope="module")
 def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     directory = tmp_path_factory.mktemp("migration")
@@ -221,12 +302,33 @@ def test_the_migration_step_by_step(story: Story) -> None:
     story.start_exporter({**nodes, CONTROLLER: story.migration.controllers[CONTROLLER].jmx_url}, "migration")
     want = {**dict.fromkeys(brokers, "zookeeper"), str(CONTROLLER): "kraft"}
     check(story, "controller started", want, exact=True)
+    crashing = ThreadPoolExecutor(1, thread_name_prefix="kill-controller")
+    given_up = threading.Event()
+    story.running.callback(crashing.shutdown)
+    story.running.callback(given_up.set)
+    controller_crash = None
     for step in steps:
         story.journal.append(f"{step.name} {step.node_id or ''} in {step.seconds:.1f} s")
         if step.name == "broker_migrating":
             want[str(step.node_id)] = "migrating"
             # The KRaft controller sends to ZooKeeper-mode brokers only once the metadata is copied.
             check(story, f"broker {step.node_id} migrating", want, exact=False)
+            if step.node_id == int(brokers[0]):
+                broker = story.cluster.nodes[step.node_id]
+                broker.kill()
+                served_down(story, step.node_id)
+                wait_registration_expired(story, step.node_id)
+                broker.launch()
+                broker.wait_ready()
+                wait_in_sync(story.cluster.bootstrap(), 120)
+                check(story, f"broker {step.node_id} back in migration mode after a crash", want, exact=False)
+            if step.node_id == int(brokers[-2]):
+                # The next roll is the last: the copy begins once that broker has registered with the quorum.
+                controller_crash = crashing.submit(kill_controller_as_the_copy_begins, story, given_up)
+            elif step.node_id == int(brokers[-1]):
+                assert controller_crash is not None
+                controller_crash.result(timeout=300)
+                check(story, f"controller {CONTROLLER} back after a crash", want, exact=False)
         elif step.name == "metadata_migrated":
             check(story, "metadata migrated (dual-write)", want, exact=False)
         elif step.name == "broker_kraft":
