@@ -117,6 +117,9 @@ class KafkaNode:
         # server.properties settings beyond the layout's: the options' own, and a reconfiguration's (see reconfigure).
         self._extra: dict[str, str] = dict(options.extra_properties)
         self._launched_at = 0.0
+        #: When the JVM was last launched, by the wall clock (which the node's logs use): what a log line written
+        #: after it was written by that start.
+        self.launched_at = 0.0
         self.timings: list[StartTiming] = []
         self.config_dir = directory / "config"
         self.data_dir = directory / "data"
@@ -234,7 +237,7 @@ class KafkaNode:
             agent = jmx_exporter_agent()
             command.append(f"-javaagent:{agent}=127.0.0.1:{self.ports.metrics}:{self.options.jmx_exporter_rules}")
         command += ["-cp", self._distribution.classpath, "kafka.Kafka", str(self.properties_file)]
-        self._launched_at = time.monotonic()
+        self._launched_at, self.launched_at = time.monotonic(), time.time()
         self._jvm.start(command)
         log.info("started Kafka %s node %d, pid %d", self.release, self.node_id, self.pid)
 

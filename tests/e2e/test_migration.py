@@ -24,6 +24,10 @@ says whether the kill came before the copy's end); each is kept down until the e
 `up` 0, none of its connections served: nothing stale), then started again, and the step is checked again once it
 is back. The migration then goes on to the end.
 
+Once migrated, the inventory job reads every node's request log (written in ZooKeeper mode, in migration mode and in
+KRaft mode, the kind broker-config/ ships): each kcat client, which logged lines in ZooKeeper mode and again in KRaft
+mode, is named exactly once, as it named itself.
+
 Then the upgrade the migration was for: the 0.10.1.1 producer's Produce v2 is served as what blocks 4.0, the operator
 retires it, and every node is rolled to 4.4.0 (the controller first, then each broker, each back in sync before the
 next) and the features finalized; after each node, every node is up in KRaft mode with nothing violating, and at the
@@ -33,7 +37,11 @@ end the status page says 4.4.0 for every node.
 from __future__ import annotations
 
 import contextlib
+import csv
+import dataclasses
+import datetime
 import os
+import re
 import subprocess
 import threading
 import time
@@ -48,14 +56,18 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError
 
 from exporter import __version__ as EXPORTER_VERSION
+from exporter.request_logs.log_kinds import LogKind
 from harness.clients import RealClient
 from harness.exporter_process import running_exporter, write_config
 from harness.ports import free_port
 from real_kafka import JmxAuth, KafkaCluster, NodeOptions
+from real_kafka.broker import KafkaNode
 from real_kafka.connections import Listener, count_connections
 from real_kafka.migration import MIGRATED, Migration
 from real_kafka.rolling_upgrade import Finalized, NodeBack, RollingUpgrade, wait_in_sync
+from tests.support.inventory_command import run_inventory
 from tests.support.own_connections import (
+    KCAT_CLIENTS,
     UNKNOWN_PAIR,
     Served,
     fetch,
@@ -205,6 +217,20 @@ def served_down(story: Story, node_id: int) -> None:
     story.journal.append(f"node {node_id} killed: served as down in {time.monotonic() - began:.1f} s")
 
 
+#: The timestamp that starts each line of a broker's logs (log4j's ISO8601 layout, local time).
+LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
+
+
+def request_logged(node: KafkaNode, client_id: str) -> list[float]:
+    """When ``node``'s request logs (rolled files too) have a line of ``client_id``, in seconds since the epoch."""
+    found = []
+    for path in node.logs.directory.glob("kafka-request.log*"):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if f'"clientId":"{client_id}"' in line and (stamp := LOG_TIME.match(line)):
+                found.append(datetime.datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp())
+    return found
+
+
 def wait_registration_expired(story: Story, node_id: int, timeout: float = 90.0) -> None:
     """Until the cluster's metadata no longer lists the crashed broker ``node_id``: ZooKeeper has expired its session
     (zookeeper.session.timeout.ms, 18 s by default) and deleted its registration. A ZooKeeper-mode broker started
@@ -265,9 +291,11 @@ def kill_controller_as_the_copy_begins(story: Story, given_up: threading.Event, 
 @pytest.fixture(scope="module")
 def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     directory = tmp_path_factory.mktemp("migration")
-    options = NodeOptions(jmx_auth=JMX, extra_properties={"inter.broker.protocol.version": "3.9"})
+    # The request log production can afford (broker-config/): a line per connection and the deprecated requests.
+    controllers = NodeOptions(jmx_auth=JMX, request_log=LogKind.IDENTITIES_AND_INFO)
+    options = dataclasses.replace(controllers, extra_properties={"inter.broker.protocol.version": "3.9"})
     cluster = KafkaCluster(directory / "kafka", RELEASE, nodes=2, options=options, zookeeper=True)
-    migration = Migration(cluster, directory / "kafka", controller_ids=(CONTROLLER,), options=NodeOptions(jmx_auth=JMX))
+    migration = Migration(cluster, directory / "kafka", controller_ids=(CONTROLLER,), options=controllers)
     with contextlib.ExitStack() as running:
         # The controller stops last: the brokers' controlled shutdown asks it.
         running.callback(migration.stop)
@@ -302,6 +330,9 @@ def test_the_migration_step_by_step(story: Story) -> None:
     story.start_exporter({**nodes, CONTROLLER: story.migration.controllers[CONTROLLER].jmx_url}, "migration")
     want = {**dict.fromkeys(brokers, "zookeeper"), str(CONTROLLER): "kraft"}
     check(story, "controller started", want, exact=True)
+    # Per broker: until when its request log was written in ZooKeeper mode, and from when in KRaft mode.
+    zookeeper_until: dict[int, float] = {}
+    kraft_since: dict[int, float] = {}
     crashing = ThreadPoolExecutor(1, thread_name_prefix="kill-controller")
     given_up = threading.Event()
     story.running.callback(crashing.shutdown)
@@ -310,6 +341,8 @@ def test_the_migration_step_by_step(story: Story) -> None:
     for step in steps:
         story.journal.append(f"{step.name} {step.node_id or ''} in {step.seconds:.1f} s")
         if step.name == "broker_migrating":
+            assert step.node_id is not None
+            zookeeper_until[step.node_id] = story.cluster.nodes[step.node_id].launched_at
             want[str(step.node_id)] = "migrating"
             # The KRaft controller sends to ZooKeeper-mode brokers only once the metadata is copied.
             check(story, f"broker {step.node_id} migrating", want, exact=False)
@@ -332,6 +365,8 @@ def test_the_migration_step_by_step(story: Story) -> None:
         elif step.name == "metadata_migrated":
             check(story, "metadata migrated (dual-write)", want, exact=False)
         elif step.name == "broker_kraft":
+            assert step.node_id is not None
+            kraft_since[step.node_id] = story.cluster.nodes[step.node_id].launched_at
             want[str(step.node_id)] = "kraft"
             still_zookeeper = any(mode == "migrating" for mode in want.values())
             check(story, f"broker {step.node_id} in KRaft mode", want, exact=not still_zookeeper)
@@ -342,6 +377,19 @@ def test_the_migration_step_by_step(story: Story) -> None:
     assert {(row["broker"], row["mode"], row["exact-release"]) for row in rows} == {
         (broker, "kraft", RELEASE) for broker in [*brokers, str(CONTROLLER)]
     }
+    # The request logs of both modes (ZooKeeper's, migrating, KRaft's) read as one: every client named once, as it
+    # named itself, though each reconnected at every roll.
+    output = story.directory / "inventory"
+    logs = str(story.directory / "kafka" / "node-*" / "logs")
+    done = run_inventory("--input", logs, "--output", str(output), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with (output / "current" / "clients.csv").open(encoding="utf-8", newline="") as table:
+        named = [(row["client_id"], row["software_name"], row["software_version"]) for row in csv.DictReader(table)]
+    for name, version, client_id in KCAT_CLIENTS:
+        assert [row for row in named if row[0] == client_id] == [(client_id, name, version)], named
+        logged = {node_id: request_logged(node, client_id) for node_id, node in story.cluster.nodes.items()}
+        assert any(t < zookeeper_until[n] for n, times in logged.items() for t in times), (client_id, "ZooKeeper")
+        assert any(t > kraft_since[n] for n, times in logged.items() for t in times), (client_id, "KRaft")
 
 
 def test_then_the_blocker_is_retired_and_every_node_rolled_to_4_4(story: Story) -> None:
