@@ -161,6 +161,12 @@ def cycle_start(series: Any) -> float:
     return completed - duration
 
 
+def read_broker(series: Any, broker: str) -> bool:
+    """Whether the cycle behind a scrape read ``broker``'s gauges. On a loaded machine a read can miss its deadline:
+    that cycle then serves none of the broker's series (never the last cycle's), which says nothing about a client."""
+    return list(samples(series, "kafka_client_exporter_up", source="jmx", broker=broker).values()) == [1.0]
+
+
 class WaveRunner:
     def __init__(self, brokers: RealBrokers, exporter: str) -> None:
         self.brokers = brokers
@@ -205,8 +211,8 @@ class WaveRunner:
         self.watch_going(running, observed)
 
     def watch_while_running(self, running: dict[Case, RealClient], observed: dict[Case, Observed]) -> None:
-        def all_seen() -> bool:
-            series = scrape(self.exporter)
+        def all_seen(series: Any = None) -> bool:
+            series = scrape(self.exporter) if series is None else series
             for case in running:
                 seen = observed[case]
                 seen.series = identity_series(series, seen.broker, case.expected)
@@ -221,16 +227,20 @@ class WaveRunner:
             wait_for(all_seen, timeout=60, what="every client of the wave on /metrics", interval=0.2)
         # A connection is counted as unknown from its accept until its ApiVersions (longer over TLS and SASL): a
         # client of the wave still connecting somewhere can add such a series to one scrape. Kept: what the next
-        # cycle shows too.
+        # cycle that read the wave's brokers shows too.
         first = {case: dict(observed[case].series) for case in running}
         after = cycle_start(scrape(self.exporter))
-        wait_for(
-            lambda: cycle_start(scrape(self.exporter)) > after,
-            timeout=10,
-            what="the exporter's next cycle",
-            interval=0.2,
-        )
-        all_seen()
+        brokers = {observed[case].broker for case in running}
+        complete: list[Any] = []
+
+        def next_complete() -> bool:
+            series = scrape(self.exporter)
+            if cycle_start(series) > after and all(read_broker(series, broker) for broker in brokers):
+                complete.append(series)
+            return bool(complete)
+
+        wait_for(next_complete, timeout=30, what="the exporter's next cycle that read the wave's brokers", interval=0.2)
+        all_seen(complete[0])
         for case in running:
             seen = observed[case]
             seen.series = {key: value for key, value in seen.series.items() if key in first[case]}
@@ -270,14 +280,14 @@ class WaveRunner:
                 if key in identity_series(series, seen.broker, case.expected):
                     if started > seen.closed_at + CLOSE_MARGIN_SECONDS:
                         seen.late_sightings.append(round(started - seen.closed_at, 2))
-                else:
+                elif read_broker(series, seen.broker):
                     seen.gone_after = round(now - seen.closed_at, 2)
                     waiting.discard(case)
             return not waiting
 
         # On time out, each test says its client stayed.
         with contextlib.suppress(AssertionError):
-            wait_for(all_gone, timeout=15, what="every closed client gone from /metrics", interval=0.1)
+            wait_for(all_gone, timeout=30, what="every closed client gone from /metrics", interval=0.1)
 
 
 def record(seen: Observed, entries: list[dict[str, Any]]) -> None:
@@ -347,7 +357,7 @@ def test_client_appears_as_the_broker_records_it_and_goes_within_a_cycle(
     assert min(seen.series.values()) >= 1
     assert seen.api_rows == [(*identity, True)], "/api/clients"
     # Gone at the first cycle that started after the disconnect.
-    assert seen.gone_after is not None, f"still on /metrics 15 s after it disconnected: {seen.late_sightings}"
+    assert seen.gone_after is not None, f"still on /metrics 30 s after it disconnected: {seen.late_sightings}"
     assert seen.late_sightings == [], (
         f"seen in cycles that started {seen.late_sightings} s after it disconnected (gone {seen.gone_after} s after)"
     )
