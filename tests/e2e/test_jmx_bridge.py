@@ -244,8 +244,9 @@ def test_the_bridge_keeps_its_tcp_connection_to_a_broker_between_cycles(mbean_ho
     brokers = [{"id": 57, "jmx_url": mbean_host.add_broker(57, port)}]
     mbean_host.set(57, gauge("kcat", "1.7.1", "PLAINTEXT", 0), "connections", 1)
     mbean_host.sync()
-    # The old setting closed the socket between one and one and a half deadlines idle: the idle time below is two
-    # and a half. 8 s: with both cores shared (load 14) no read finished within 2 s, cycle after cycle.
+    # The old setting closed the socket within two deadlines idle (RMI's reaper looks every deadline; 16 s here with
+    # 8 s): the idle time below is two and a half. 8 s: with both cores shared (load 14) no read finished within 2 s,
+    # cycle after cycle.
     deadline = 8.0
     loop = CollectionLoop(settings(brokers, timeout=deadline))
 
