@@ -105,6 +105,8 @@ class DemoMigration(DemoRoll):
     ``exporter_config`` writes the exporter's configuration for the nodes it is given (id -> JMX URL);
     ``after_migration`` runs once the controller is finalized (the client-metrics subscription, KRaft-only)."""
 
+    story = "the migration (or the roll after it)"
+
     def __init__(
         self,
         cluster: MigratingCluster,
@@ -160,10 +162,11 @@ class DemoMigration(DemoRoll):
             )
         elif step.name == "metadata_migrated":
             self._say(
-                f"demo: migration: controller {CONTROLLER_ID} copied the metadata from ZooKeeper ({took}) and is the "
-                "cluster's controller now, writing to both. Its channels to the brokers still in ZooKeeper mode "
-                "(UpdateMetadata, LeaderAndIsr) count in no MBean, so the status page holds those brokers' unnamed "
-                "connections in doubt and names the controller as the reason, rather than calling them clients"
+                f"demo: migration: controller {CONTROLLER_ID} copied the metadata from ZooKeeper once the last broker "
+                "had registered, and is the cluster's controller now, writing to both. Its channels to the brokers "
+                "still in ZooKeeper mode (UpdateMetadata, LeaderAndIsr) count in no MBean, so the status page holds "
+                "those brokers' unnamed connections in doubt and names the controller as the reason, rather than "
+                "calling them clients"
             )
         elif step.name == "broker_kraft":
             self._say(
@@ -174,7 +177,7 @@ class DemoMigration(DemoRoll):
             self._after_migration()
             self._say(
                 f"demo: migration: controller {CONTROLLER_ID} restarted without ZooKeeper ({took}): the cluster runs "
-                "in KRaft mode, every node's mode kraft. The legacy producer's Produce v2 shows under the status "
-                "page's upgrade blockers: 4.0 no longer serves it. The client-metrics subscription (KIP-714, KRaft "
-                "only) is made now"
+                "in KRaft mode, every node's mode kraft. The legacy producer's Produce v2, still served by 3.9, is "
+                "listed under the status page's upgrade blockers: 4.0 no longer serves it. The client-metrics "
+                "subscription (KIP-714, KRaft only) is made now"
             )

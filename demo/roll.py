@@ -43,6 +43,9 @@ class DemoRoll:
     the inventory job again after the roll. ``stop`` (the demo's Ctrl-C) ends it between steps and in its waits; the
     nodes are stopped by the demo's clean-up, by pid."""
 
+    #: What the demo says failed when a step raises.
+    story = "the rolling upgrade"
+
     def __init__(
         self,
         cluster: RolledCluster,
@@ -88,7 +91,7 @@ class DemoRoll:
             pass
         except Exception as exc:  # the demo goes on, on whatever the cluster now runs
             if not self._stopping():
-                self._say(f"demo: the rolling upgrade failed: {exc}")
+                self._say(f"demo: {self.story} failed: {exc}")
         finally:
             self.done.set()
 
