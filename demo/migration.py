@@ -124,7 +124,6 @@ class DemoMigration(DemoRoll):
         self._exporter = exporter
         self._exporter_config = exporter_config
         self._after_migration = after_migration
-        self.steps: list[MigrationStep] = []
 
     def _roll(self) -> None:
         self._await_first_job()
@@ -140,7 +139,6 @@ class DemoMigration(DemoRoll):
             "kafka_broker_mode_info; the clients stay connected throughout"
         )
         for step in self._migrating.migration.steps():
-            self.steps.append(step)
             self._say_step(step)
             self._hold(3 * self._interval)
 
