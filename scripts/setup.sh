@@ -26,8 +26,32 @@ demo_skips=" 07-kubernetes 25-grafana-schema 30-helm 40-chromium "
 background=.tools/background
 
 setup_logs=$(mktemp -d)
-trap 'rm -rf "$setup_logs"' EXIT
 declare -A setup_jobs=()
+
+# A process and everything it started, children first stopped so none is left re-parented to init.
+kill_tree() {
+  local child
+  kill -STOP "$1" 2>/dev/null || return 0
+  if command -v pgrep >/dev/null; then
+    for child in $(pgrep -P "$1"); do
+      kill_tree "$child"
+    done
+  fi
+  kill -KILL "$1" 2>/dev/null || true
+}
+
+# On any exit, the parts still running are stopped: a failed part (apt-get refused its lock, say) must not leave
+# Go builds and pip installs writing into caches and .tools/ after the set-up has said it failed.
+setup_cleanup() {
+  local name
+  for name in "${!setup_jobs[@]}"; do
+    echo "setup: stopping $name, still running" >&2
+    kill_tree "${setup_jobs[$name]}"
+    wait "${setup_jobs[$name]}" 2>/dev/null || true
+  done
+  rm -rf "$setup_logs"
+}
+trap setup_cleanup EXIT
 
 # Runs "$@" in the background, its output kept for setup_wait, ending with how long it took (which part of a new
 # machine's set-up is its critical path: docs/development.md).
@@ -42,21 +66,26 @@ setup_start() {
   setup_jobs[$name]=$!
 }
 
-# Waits for the named jobs (all when none is named), prints their output, and fails naming those that failed.
+# Waits for the named jobs (all when none is named), printing each one's output as it ends; the first to fail ends
+# the set-up at once, naming it (the EXIT trap stops the others), rather than after a Go build's minutes.
 setup_wait() {
-  local names=("$@") name failed=()
+  local names=("$@") name pid ended
   [ ${#names[@]} -gt 0 ] || names=("${!setup_jobs[@]}")
+  declare -A waiting=()
   for name in "${names[@]}"; do
-    if ! wait "${setup_jobs[$name]}"; then
-      failed+=("$name")
-    fi
-    cat "$setup_logs/$name.log" >&2
-    unset "setup_jobs[$name]"
+    waiting[${setup_jobs[$name]}]=$name
   done
-  if [ ${#failed[@]} -gt 0 ]; then
-    echo "setup: failed: ${failed[*]}" >&2
-    exit 1
-  fi
+  while [ ${#waiting[@]} -gt 0 ]; do
+    ended=0
+    wait -n -p pid "${!waiting[@]}" || ended=$?
+    name=${waiting[$pid]}
+    unset "waiting[$pid]" "setup_jobs[$name]"
+    cat "$setup_logs/$name.log" >&2
+    if [ "$ended" -ne 0 ]; then
+      echo "setup: failed: $name" >&2
+      exit 1
+    fi
+  done
 }
 
 install_apt_packages() {
@@ -77,8 +106,10 @@ install_apt_packages() {
   [ ${#need[@]} -gt 0 ] || return 0
   echo "setup: installing ${need[*]} with apt-get" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # Another apt-get (a machine's first boot runs its own) holds dpkg's lock for a minute or two: wait for it.
+  local wait_lock=(-o DPkg::Lock::Timeout=600)
+  apt-get "${wait_lock[@]}" update -qq
+  apt-get "${wait_lock[@]}" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   # Debian's prometheus package has a service that does not start without systemd; tests start their own.
   if command -v pgrep >/dev/null && pgrep -x prometheus >/dev/null; then
     echo "setup: warning: a prometheus process is running after the install (tests start their own on free ports)" >&2
