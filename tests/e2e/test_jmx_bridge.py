@@ -5,6 +5,7 @@ thread or descriptor growth over many cycles."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -162,15 +163,15 @@ def test_the_bridge_reads_the_same_series_as_the_per_call_path(
 
 
 # What the bridge logs when a broker's JMX agent refuses the queries it asks instead of one per pattern: the OR of a
-# domain's patterns, and the same ANDed with "the attribute is 0".
-REFUSED = {"patterns": "one query per domain refused", "zeros": "the query for MBeans at 0 refused"}
+# domain's patterns, and which of the MBeans hold a value ("the attribute is 0", or last cycle's value).
+REFUSED = {"patterns": "one query per domain refused", "values": "a query of MBeans by value refused"}
 
 
 @pytest.mark.parametrize(
     ("refused", "serial_filter"),
     # A broker started with -Dcom.sun.management.jmxremote.serial.filter.pattern refusing a class these queries need
     # (a single ObjectName, as every other call sends, admitted).
-    [("patterns", "!javax.management.OrQueryExp"), ("zeros", "!javax.management.BinaryRelQueryExp")],
+    [("patterns", "!javax.management.OrQueryExp"), ("values", "!javax.management.BinaryRelQueryExp")],
 )
 def test_a_server_that_refuses_the_combined_queries_is_read_one_mbean_at_a_time(
     refused: str, serial_filter: str, caplog: pytest.LogCaptureFixture
@@ -187,6 +188,79 @@ def test_a_server_that_refuses_the_combined_queries_is_read_one_mbean_at_a_time(
     assert caplog.text.count(REFUSED[refused]) == 1, caplog.text
     assert [other for key, other in REFUSED.items() if key != refused and other in caplog.text] == []
     assert series_of(first, config) == series_of(second, config) == per_call
+
+
+def test_each_cycle_serves_what_the_broker_holds_then_though_unchanged_values_are_not_read_again(
+    mbean_host: MBeanHost,
+) -> None:
+    """The bridge asks which MBeans still hold last cycle's value and reads only the others: every change between
+    two cycles (up, down to 0, back to a value held before, a Double and a Long, a gauge gone, one new, one at 0
+    coming back) is served in the next cycle, equal to what the per-call path reads of the same broker then."""
+    broker = 34
+    brokers = [{"id": broker, "jmx_url": populate(mbean_host, broker, free_port())}]
+    config = settings(brokers)
+    # Each step: the attributes set, then the MBeans unregistered, before the next cycle.
+    steps: list[tuple[list[tuple[str, str, float, str]], list[str]]] = [
+        (
+            [
+                (gauge("kcat", "1.7.1", "PLAINTEXT", 0), "connections", 5, "int"),
+                (gauge("kcat", "1.7.1", "INTERNAL", 0), "connections", 2.0, "double"),
+                (gauge("crowd-3", "1.0", "SSL", 1), "connections", 0, "int"),
+                (gauge("gone-app", "1.0", "PLAINTEXT", 0), "connections", 4, "int"),
+                (gauge("new-app", "3.1", "PLAINTEXT", 1), "connections", 2, "int"),
+                (DEPRECATED, "Count", 6, "long"),
+            ],
+            [gauge("crowd-7", "1.0", "SSL", 1)],
+        ),
+        # Back to what they held two cycles ago: last cycle's value is what is compared, not any earlier one.
+        (
+            [
+                (gauge("kcat", "1.7.1", "PLAINTEXT", 0), "connections", 2, "int"),
+                (gauge("crowd-3", "1.0", "SSL", 1), "connections", 1, "int"),
+                (gauge("gone-app", "1.0", "PLAINTEXT", 0), "connections", 0, "int"),
+            ],
+            [],
+        ),
+        ([], []),  # nothing changed: every value confirmed by the server, none read
+    ]
+    bridge = CollectionLoop(config)
+    # The per-call path reads every MBean anew: what the broker holds at that cycle.
+    per_call = CollectionLoop(settings(brokers, "per_call"))
+
+    async def run() -> list[tuple[Snapshot, Snapshot]]:
+        cycles = [(await bridge.run_cycle(), await per_call.run_cycle())]
+        for sets, unsets in steps:
+            for name, attribute, value, type_ in sets:
+                mbean_host.set(broker, name, attribute, value, type_)
+            for name in unsets:
+                mbean_host.unset(broker, name)
+            mbean_host.sync()
+            cycles.append((await bridge.run_cycle(), await per_call.run_cycle()))
+        return cycles
+
+    try:
+        cycles = asyncio.run(run())
+    finally:
+        bridge.close()
+        per_call.close()
+    assert all(r.ok for pair in cycles for snapshot in pair for r in snapshot.results)
+    served = [series_of(ours, config) for ours, _ in cycles]
+    assert served == [series_of(theirs, config) for _, theirs in cycles]
+    assert served[0] != served[1] != served[2] == served[3]
+
+    def connections(series: dict, name: str) -> list[float]:
+        return sorted(
+            v
+            for (n, labels), v in series.items()
+            if n == "kafka_client_connections" and ("client_software_name", name) in labels
+        )
+
+    assert connections(served[1], "kcat") == [2.0, 8.0]  # INTERNAL's Double; PLAINTEXT's processors 5 + 3
+    assert connections(served[1], "gone-app") == [4.0] and connections(served[2], "gone-app") == []
+    assert connections(served[1], "new-app") == [2.0]
+    assert connections(served[2], "kcat") == [2.0, 5.0]
+    deprecated = [v for (n, _), v in served[1].items() if n == "kafka_client_deprecated_requests_total"]
+    assert deprecated == [6.0]
 
 
 def _one(config: Settings) -> tuple[Snapshot, Settings]:
@@ -423,7 +497,11 @@ def test_no_thread_or_descriptor_growth_over_many_cycles(mbean_host: MBeanHost) 
     def counts(pid: int) -> tuple[int, int]:
         return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
 
-    async def run() -> tuple[tuple[int, int], tuple[int, int], Snapshot]:
+    def sockets_per_broker(pid: int) -> collections.Counter[int]:
+        held = socket_inodes(pid)
+        return collections.Counter(remote for _, remote, inode in established() if inode in held)
+
+    async def run() -> tuple[tuple[int, int], tuple[int, int], collections.Counter[int], Snapshot]:
         for _ in range(20):
             await loop.run_cycle()
         [pid] = bridge_pids()
@@ -431,17 +509,23 @@ def test_no_thread_or_descriptor_growth_over_many_cycles(mbean_host: MBeanHost) 
         for _ in range(100):
             snapshot = await loop.run_cycle()
         assert bridge_pids() == [pid]  # one bridge all along
-        return early, counts(pid), snapshot
+        return early, counts(pid), sockets_per_broker(pid), snapshot
 
     started = time.monotonic()
     try:
-        early, late, snapshot = asyncio.run(run())
+        early, late, sockets, snapshot = asyncio.run(run())
     finally:
         loop.close()
     assert up(snapshot)["89"] == (False, "connection")
     assert all(ok for broker, (ok, _) in up(snapshot).items() if broker != "89")
+    # RMI's distributed GC sends its "clean" calls from a thread of its own once the stubs a connect left behind
+    # are collected; if one falls during a read of that broker, RMI opens a second socket to it and keeps it for
+    # its idle time. So at most two per broker and one more descriptor per broker: a leak, one per cycle or per
+    # read, would show by the hundred.
+    readable = len(brokers) - 1
+    assert len(sockets) == readable and max(sockets.values()) <= 2, sockets
     threads, fds = late[0] - early[0], late[1] - early[1]
-    assert threads <= 2 and fds <= 2, (early, late)
+    assert threads <= 2 and fds <= 2 + readable, (early, late, sockets)
     assert time.monotonic() - started < 120
 
 

@@ -93,14 +93,18 @@ public final class JmxBridge {
         // False once this connection's server refused a query of several patterns (a serial filter that admits
         // ObjectName alone, say): its reads then ask one pattern at a time, as every read did before.
         boolean oneQueryPerDomain = true;
-        // False once it refused the query for the MBeans whose attribute is 0: every MBean is then read.
-        boolean asksZeros = true;
+        // False once it refused a query of MBeans by their attribute's value: every MBean is then read.
+        boolean asksValues = true;
+        // Each attribute's last value read or confirmed per MBean (numbers and strings: what a query can compare),
+        // for the next cycle to ask which MBeans still hold theirs instead of reading each.
+        Map<String, Map<ObjectName, Object>> lastValues = new HashMap<>();
 
         void close() {
             JMXConnector old = connector;
             connector = null;
             oneQueryPerDomain = true;
-            asksZeros = true;
+            asksValues = true;
+            lastValues = new HashMap<>();
             if (old != null) {
                 try {
                     old.disconnect();
@@ -355,12 +359,14 @@ public final class JmxBridge {
             MBeanServerConnection connection = connectionOf(broker.connector);
             List<JMXMetric> fresh = copies(queries);
             Map<JMXMetric, Matched> names = matchedNames(broker, connection, fresh);
+            Map<String, Map<ObjectName, Object>> values = new HashMap<>();
             for (JMXMetric query : fresh) {
-                for (JMXMetric metric : read(broker.connector, connection, query, names.get(query))) {
+                for (JMXMetric metric : read(broker.connector, connection, query, names.get(query), values)) {
                     // jmxquery's JSON keeps control characters raw; a raw line break would split our JSON line.
                     items.add(metric.toJSON().replace("\n", "\\n").replace("\r", "\\r"));
                 }
             }
+            broker.lastValues = values; // the MBeans gone since are forgotten with the old map
         } catch (SecurityException error) {
             throw new Failure("authentication", "JMX access denied: " + describe(error));
         } catch (java.io.IOException error) {
@@ -382,10 +388,11 @@ public final class JmxBridge {
      * very item jmxquery makes of it (the type it set from the MBeanInfo is overwritten by the value's own). Any
      * other outcome (no such attribute, a failed read, null, composite or tabular data) is left to jmxquery's own
      * code for that one MBean, so what it answers then is exactly what it answered before. Patterns without a
-     * named attribute (none or "*": every attribute) go to jmxquery whole.
+     * named attribute (none or "*": every attribute) go to jmxquery whole. A comparable value (a number, a string)
+     * is kept in `values`, by attribute, for the next cycle's matchedNames.
      */
     private static List<JMXMetric> read(JMXConnector connector, MBeanServerConnection connection, JMXMetric query,
-            Matched matched) throws Exception {
+            Matched matched, Map<String, Map<ObjectName, Object>> values) throws Exception {
         String attribute = query.getAttribute();
         if (connection == null || !readsOneAttribute(query)) {
             return connector.getMetrics(new ArrayList<>(List.of(query)));
@@ -398,8 +405,8 @@ public final class JmxBridge {
             String name = objectName.toString();
             Object value;
             try {
-                value = matched != null && matched.zeros.contains(objectName)
-                        ? Integer.valueOf(0) : connection.getAttribute(objectName, attribute);
+                value = matched != null && matched.held.containsKey(objectName)
+                        ? matched.held.get(objectName) : connection.getAttribute(objectName, attribute);
             } catch (java.io.IOException error) {
                 throw error; // the connection is lost: as when jmxquery's next call fails
             } catch (Exception error) {
@@ -411,6 +418,9 @@ public final class JmxBridge {
                 one.setmetricLabels(query.getmetricLabels());
                 metrics.addAll(connector.getMetrics(new ArrayList<>(List.of(one))));
                 continue;
+            }
+            if (comparable(value) != null) {
+                values.computeIfAbsent(attribute, key -> new HashMap<>()).put(objectName, value);
             }
             JMXMetric metric = new JMXMetric(name, attribute, null);
             metric.setmetricName(query.getmetricName());
@@ -426,10 +436,13 @@ public final class JmxBridge {
         return query.getAttribute() != null && !query.getAttribute().equals("*");
     }
 
-    /** The MBeans a query's pattern names, and those of them whose attribute was 0 when asked (not read again). */
+    /**
+     * The MBeans a query's pattern names, and those of them whose attribute the server said holds a value known
+     * here (0, or what it was last cycle), which are not read again.
+     */
     private static final class Matched {
         final List<ObjectName> names = new ArrayList<>();
-        final java.util.Set<ObjectName> zeros = new java.util.HashSet<>();
+        final Map<ObjectName, Object> held = new HashMap<>();
     }
 
     /**
@@ -438,13 +451,20 @@ public final class JmxBridge {
     private static final int ZEROS_WORTH_ASKING = 5;
 
     /**
+     * From this many MBeans whose value is known from last cycle, one query of which still hold it costs less than
+     * reading them.
+     */
+    private static final int HELD_WORTH_ASKING = 2;
+
+    /**
      * The MBeans each query's pattern names, asked with one queryNames per domain (an OR of the domain's patterns,
      * which the server matches in one pass over the domain) instead of one per pattern, and with one more the MBeans
-     * among them whose attribute is 0, which are then not read one by one. Each query and each read is an RMI round
-     * trip: on a real 4.4.0 broker the 12 pattern queries (8 in kafka.server) were 12 of a cycle's 40 round trips, and
-     * 11 of the 28 MBeans read were 0 (Kafka keeps a client gauge at 0 until its suite needs the room: many more
-     * on a broker that has seen many clients). A query missing from the answer (its domain holds only it, its
-     * pattern is not one of a single domain, or the server refused the combined query) is asked on its own by
+     * among them whose attribute holds a value known here, which are then not read one by one: the value each held
+     * last cycle (the server compares it: nothing served is older than this cycle's query), or 0 on a first cycle.
+     * Each query and each read is an RMI round trip: on a real 4.4.0 broker the 12 pattern queries (8 in
+     * kafka.server) were 12 of a cycle's 40 round trips, then the 28 MBeans matched were read one by one every
+     * cycle, though a connection count changes only when a client comes or goes. A query missing from the answer
+     * (its pattern is not one of a single domain, or the server refused the combined query) is asked on its own by
      * read(), as before.
      */
     private static Map<JMXMetric, Matched> matchedNames(Broker broker, MBeanServerConnection connection,
@@ -470,18 +490,8 @@ public final class JmxBridge {
         }
         for (Map.Entry<String, Map<JMXMetric, ObjectName>> domain : byDomain.entrySet()) {
             Map<JMXMetric, ObjectName> patterns = domain.getValue();
-            if (patterns.size() < 2) {
-                continue;
-            }
             ObjectName scope = new ObjectName(domain.getKey() + ":*");
-            QueryExp any = null;
-            QueryExp anyZero = null;
-            for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
-                any = any == null ? entry.getValue() : Query.or(any, entry.getValue());
-                QueryExp zero = Query.and(entry.getValue(),
-                        Query.eq(Query.attr(entry.getKey().getAttribute()), Query.value(0)));
-                anyZero = anyZero == null ? zero : Query.or(anyZero, zero);
-            }
+            QueryExp any = anyOf(new ArrayList<>(patterns.values()));
             java.util.Set<ObjectName> names;
             try {
                 names = connection.queryNames(scope, any);
@@ -494,27 +504,16 @@ public final class JmxBridge {
                         + describe(error));
                 return matched;
             }
-            java.util.Set<ObjectName> zeros = java.util.Set.of();
-            if (broker.asksZeros && names.size() >= ZEROS_WORTH_ASKING) {
-                try {
-                    zeros = connection.queryNames(scope, anyZero);
-                } catch (java.io.IOException error) {
-                    if (!refusedByFilter(error)) {
-                        throw error;
-                    }
-                    broker.asksZeros = false;
-                    log("the query for MBeans at 0 refused at " + broker.url + ", every MBean read from now on: "
-                            + describe(error));
-                }
-            }
+            Map<ObjectName, Object> held = broker.asksValues ? held(broker, connection, scope, patterns, names)
+                    : Map.of();
             for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
                 Matched own = new Matched();
                 for (ObjectName name : names) {
                     if (entry.getValue().apply(name)) {
                         own.names.add(name);
-                        // The answer does not say whose attribute was 0 when patterns of two attributes match it.
-                        if (zeros.contains(name) && attributesMatching(patterns, name) == 1) {
-                            own.zeros.add(name);
+                        // The answer does not say whose value it was when patterns of two attributes match it.
+                        if (held.containsKey(name) && attributesMatching(patterns, name) == 1) {
+                            own.held.put(name, held.get(name));
                         }
                     }
                 }
@@ -522,6 +521,93 @@ public final class JmxBridge {
             }
         }
         return matched;
+    }
+
+    /**
+     * Which of a domain's matched MBeans hold a value known here, with that value: one query of the MBeans whose
+     * attribute still equals last cycle's (grouped by attribute and value: (name1 OR name2 ...) AND attr = value,
+     * the names first so that the server reads no attribute of the domain's other MBeans), or, on a first cycle, of
+     * those at 0. Empty when neither is worth a round trip.
+     */
+    private static Map<ObjectName, Object> held(Broker broker, MBeanServerConnection connection, ObjectName scope,
+            Map<JMXMetric, ObjectName> patterns, java.util.Set<ObjectName> names) throws java.io.IOException {
+        Map<String, Map<Object, java.util.Set<ObjectName>>> groups = new LinkedHashMap<>();
+        Map<ObjectName, Object> known = new HashMap<>();
+        for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
+            String attribute = entry.getKey().getAttribute();
+            Map<ObjectName, Object> last = broker.lastValues.getOrDefault(attribute, Map.of());
+            for (ObjectName name : names) {
+                Object value = last.get(name);
+                if (value != null && entry.getValue().apply(name) && attributesMatching(patterns, name) == 1) {
+                    groups.computeIfAbsent(attribute, key -> new LinkedHashMap<>())
+                            .computeIfAbsent(value, key -> new java.util.LinkedHashSet<>()).add(name);
+                    known.put(name, value);
+                }
+            }
+        }
+        List<QueryExp> terms = new ArrayList<>();
+        if (known.size() >= HELD_WORTH_ASKING) {
+            for (Map.Entry<String, Map<Object, java.util.Set<ObjectName>>> attribute : groups.entrySet()) {
+                for (Map.Entry<Object, java.util.Set<ObjectName>> value : attribute.getValue().entrySet()) {
+                    terms.add(Query.and(anyOf(new ArrayList<>(value.getValue())),
+                            Query.eq(Query.attr(attribute.getKey()), comparable(value.getKey()))));
+                }
+            }
+        } else if (known.isEmpty() && names.size() >= ZEROS_WORTH_ASKING) {
+            known = null; // every MBean the answer names is at 0
+            for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
+                terms.add(Query.and(entry.getValue(),
+                        Query.eq(Query.attr(entry.getKey().getAttribute()), Query.value(0))));
+            }
+        }
+        if (terms.isEmpty()) {
+            return Map.of();
+        }
+        QueryExp question = anyOf(terms);
+        java.util.Set<ObjectName> answer;
+        try {
+            answer = connection.queryNames(scope, question);
+        } catch (java.io.IOException error) {
+            if (!refusedByFilter(error)) {
+                throw error;
+            }
+            broker.asksValues = false;
+            log("a query of MBeans by value refused at " + broker.url + ", every MBean read from now on: "
+                    + describe(error));
+            return Map.of();
+        }
+        Map<ObjectName, Object> held = new HashMap<>();
+        for (ObjectName name : answer) {
+            held.put(name, known == null ? Integer.valueOf(0) : known.get(name));
+        }
+        held.values().removeIf(Objects::isNull); // named by the server but not asked about: read it
+        return held;
+    }
+
+    /**
+     * One OR of the terms, as a balanced tree: a broker that has seen hundreds of clients has hundreds of gauges to
+     * ask about, and a chain of hundreds of ORs would be as deep on both sides' (de)serialization stacks.
+     */
+    private static QueryExp anyOf(List<? extends QueryExp> terms) {
+        if (terms.size() == 1) {
+            return terms.get(0);
+        }
+        int half = terms.size() / 2;
+        return Query.or(anyOf(terms.subList(0, half)), anyOf(terms.subList(half, terms.size())));
+    }
+
+    /** The query operand for a value read (numbers and strings), or null when a query cannot compare it. */
+    private static javax.management.ValueExp comparable(Object value) {
+        if (value instanceof Integer || value instanceof Long || value instanceof Short || value instanceof Byte) {
+            return Query.value(((Number) value).longValue());
+        }
+        if (value instanceof Double || value instanceof Float) {
+            return Query.value(((Number) value).doubleValue());
+        }
+        if (value instanceof String) {
+            return Query.value((String) value);
+        }
+        return null;
     }
 
     private static long attributesMatching(Map<JMXMetric, ObjectName> patterns, ObjectName name) {
