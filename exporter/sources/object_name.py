@@ -62,7 +62,9 @@ def parse_object_name(name: str) -> ObjectName:
     if not sep or not rest:
         raise ValueError(f"not a JMX ObjectName: {name!r}")
     properties: dict[str, str] = {}
-    for part in _split_properties(rest):
+    # Unquoted values (nearly every MBean: Kafka quotes only values with JMX-special characters) split in C; names
+    # are parsed for every MBean of every broker in every cycle.
+    for part in _split_properties(rest) if '"' in rest else rest.split(","):
         key, eq, value = part.partition("=")
         if not eq or not key:
             raise ValueError(f"not a JMX ObjectName: {name!r}")

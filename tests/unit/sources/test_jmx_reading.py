@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.judging.clients import ClientJudge
@@ -55,6 +56,30 @@ def test_object_name_keeps_order_and_unquotes() -> None:
     name = parse_object_name('kafka.server:type=a,clientSoftwareName="we,ird\\"name",listener=L')
     assert list(name.properties) == ["type", "clientSoftwareName", "listener"]
     assert name.properties["clientSoftwareName"] == 'we,ird"name'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kafka.server:type=socket-server-metrics,listener=PLAINTEXT,networkProcessor=0,clientSoftwareName=k,v=a=b",
+        'kafka.server:type=socket-server-metrics,listener="PLAINTEXT",networkProcessor=0,clientSoftwareName=k,v=a=b',
+    ],
+    ids=["unquoted", "quoted"],
+)
+def test_a_name_parses_the_same_with_or_without_quoted_values(text: str) -> None:
+    assert parse_object_name(text).properties == {
+        "type": "socket-server-metrics",
+        "listener": "PLAINTEXT",
+        "networkProcessor": "0",
+        "clientSoftwareName": "k",
+        "v": "a=b",
+    }
+
+
+@pytest.mark.parametrize("text", ["kafka.server:type=a,,listener=L", "kafka.server:type=a,broken", "kafka.server:"])
+def test_a_malformed_name_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a JMX ObjectName"):
+        parse_object_name(text)
 
 
 def test_reading_filters_cipher_gauges_and_garbage() -> None:
