@@ -96,8 +96,9 @@ public final class JmxBridge {
         // False once it refused a query of MBeans by their attribute's value: every MBean is then read.
         boolean asksValues = true;
         // Each attribute's last value read or confirmed per MBean (numbers and strings: what a query can compare),
-        // for the next cycle to ask which MBeans still hold theirs instead of reading each.
-        Map<String, Map<ObjectName, Object>> lastValues = new HashMap<>();
+        // for the next cycle to ask which MBeans still hold theirs instead of reading each. Keyed by canonical
+        // name: the string alone is kept, not last cycle's ObjectName (a few times its size, 500 brokers over).
+        Map<String, Map<String, Object>> lastValues = new HashMap<>();
 
         void close() {
             JMXConnector old = connector;
@@ -359,7 +360,7 @@ public final class JmxBridge {
             MBeanServerConnection connection = connectionOf(broker.connector);
             List<JMXMetric> fresh = copies(queries);
             Map<JMXMetric, Matched> names = matchedNames(broker, connection, fresh);
-            Map<String, Map<ObjectName, Object>> values = new HashMap<>();
+            Map<String, Map<String, Object>> values = new HashMap<>();
             for (JMXMetric query : fresh) {
                 for (JMXMetric metric : read(broker.connector, connection, query, names.get(query), values)) {
                     // jmxquery's JSON keeps control characters raw; a raw line break would split our JSON line.
@@ -392,7 +393,7 @@ public final class JmxBridge {
      * is kept in `values`, by attribute, for the next cycle's matchedNames.
      */
     private static List<JMXMetric> read(JMXConnector connector, MBeanServerConnection connection, JMXMetric query,
-            Matched matched, Map<String, Map<ObjectName, Object>> values) throws Exception {
+            Matched matched, Map<String, Map<String, Object>> values) throws Exception {
         String attribute = query.getAttribute();
         if (connection == null || !readsOneAttribute(query)) {
             return connector.getMetrics(new ArrayList<>(List.of(query)));
@@ -420,7 +421,7 @@ public final class JmxBridge {
                 continue;
             }
             if (comparable(value) != null) {
-                values.computeIfAbsent(attribute, key -> new HashMap<>()).put(objectName, value);
+                values.computeIfAbsent(attribute, key -> new HashMap<>()).put(objectName.getCanonicalName(), value);
             }
             JMXMetric metric = new JMXMetric(name, attribute, null);
             metric.setmetricName(query.getmetricName());
@@ -535,9 +536,9 @@ public final class JmxBridge {
         Map<ObjectName, Object> known = new HashMap<>();
         for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
             String attribute = entry.getKey().getAttribute();
-            Map<ObjectName, Object> last = broker.lastValues.getOrDefault(attribute, Map.of());
+            Map<String, Object> last = broker.lastValues.getOrDefault(attribute, Map.of());
             for (ObjectName name : names) {
-                Object value = last.get(name);
+                Object value = last.get(name.getCanonicalName());
                 if (value != null && entry.getValue().apply(name) && attributesMatching(patterns, name) == 1) {
                     groups.computeIfAbsent(attribute, key -> new LinkedHashMap<>())
                             .computeIfAbsent(value, key -> new java.util.LinkedHashSet<>()).add(name);
