@@ -463,10 +463,10 @@ public final class JmxBridge {
      * among them whose attribute holds a value known here, which are then not read one by one: the value each held
      * last cycle (the server compares it: nothing served is older than this cycle's query), or 0 on a first cycle.
      * Each query and each read is an RMI round trip: on a real 4.4.0 broker the 12 pattern queries (8 in
-     * kafka.server) were 12 of a cycle's 40 round trips, then the 28 MBeans matched were read one by one every
-     * cycle, though a connection count changes only when a client comes or goes. A query missing from the answer
-     * (its pattern is not one of a single domain, or the server refused the combined query) is asked on its own by
-     * read(), as before.
+     * kafka.server) were 12 of a cycle's 40 round trips, and the MBeans matched (28 there, 11 of them 0) were read
+     * one by one every cycle, though a connection count changes only when a client comes or goes. A query missing
+     * from the answer (its pattern is not one of a single domain, or the server refused the combined query) is asked
+     * on its own by read(), as before.
      */
     private static Map<JMXMetric, Matched> matchedNames(Broker broker, MBeanServerConnection connection,
             List<JMXMetric> queries) throws Exception {
