@@ -505,15 +505,28 @@ public final class JmxBridge {
                         + describe(error));
                 return matched;
             }
-            Map<ObjectName, Object> held = broker.asksValues ? held(broker, connection, scope, patterns, names)
-                    : Map.of();
+            // The attribute each MBean is asked for; none when patterns of two attributes match it (an answer by
+            // value would not say whose value it was): those are read.
+            Map<ObjectName, String> attributeOf = new HashMap<>();
+            for (ObjectName name : names) {
+                java.util.Set<String> attributes = new java.util.HashSet<>();
+                for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
+                    if (entry.getValue().apply(name)) {
+                        attributes.add(entry.getKey().getAttribute());
+                    }
+                }
+                if (attributes.size() == 1) {
+                    attributeOf.put(name, attributes.iterator().next());
+                }
+            }
+            Map<ObjectName, Object> held = broker.asksValues
+                    ? held(broker, connection, scope, patterns, attributeOf) : Map.of();
             for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
                 Matched own = new Matched();
                 for (ObjectName name : names) {
                     if (entry.getValue().apply(name)) {
                         own.names.add(name);
-                        // The answer does not say whose value it was when patterns of two attributes match it.
-                        if (held.containsKey(name) && attributesMatching(patterns, name) == 1) {
+                        if (held.containsKey(name)) {
                             own.held.put(name, held.get(name));
                         }
                     }
@@ -528,34 +541,34 @@ public final class JmxBridge {
      * Which of a domain's matched MBeans hold a value known here, with that value: one query of the MBeans whose
      * attribute still equals last cycle's (grouped by attribute and value: (name1 OR name2 ...) AND attr = value,
      * the names first so that the server reads no attribute of the domain's other MBeans), or, on a first cycle, of
-     * those at 0. Empty when neither is worth a round trip.
+     * those at 0. Empty when neither is worth a round trip. `attributeOf`: the matched MBeans that ask one attribute.
      */
     private static Map<ObjectName, Object> held(Broker broker, MBeanServerConnection connection, ObjectName scope,
-            Map<JMXMetric, ObjectName> patterns, java.util.Set<ObjectName> names) throws java.io.IOException {
-        Map<String, Map<Object, java.util.Set<ObjectName>>> groups = new LinkedHashMap<>();
-        Map<ObjectName, Object> known = new HashMap<>();
-        for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
-            String attribute = entry.getKey().getAttribute();
-            Map<String, Object> last = broker.lastValues.getOrDefault(attribute, Map.of());
-            for (ObjectName name : names) {
-                Object value = last.get(name.getCanonicalName());
-                if (value != null && entry.getValue().apply(name) && attributesMatching(patterns, name) == 1) {
-                    groups.computeIfAbsent(attribute, key -> new LinkedHashMap<>())
-                            .computeIfAbsent(value, key -> new java.util.LinkedHashSet<>()).add(name);
-                    known.put(name, value);
-                }
+            Map<JMXMetric, ObjectName> patterns, Map<ObjectName, String> attributeOf) throws java.io.IOException {
+        // What the server is asked to confirm, per MBean.
+        Map<ObjectName, Object> expected = new HashMap<>();
+        Map<String, Map<Object, List<ObjectName>>> groups = new LinkedHashMap<>();
+        for (Map.Entry<ObjectName, String> entry : attributeOf.entrySet()) {
+            Object value = broker.lastValues.getOrDefault(entry.getValue(), Map.of())
+                    .get(entry.getKey().getCanonicalName());
+            if (value != null) {
+                expected.put(entry.getKey(), value);
+                groups.computeIfAbsent(entry.getValue(), key -> new LinkedHashMap<>())
+                        .computeIfAbsent(value, key -> new ArrayList<>()).add(entry.getKey());
             }
         }
         List<QueryExp> terms = new ArrayList<>();
-        if (known.size() >= HELD_WORTH_ASKING) {
-            for (Map.Entry<String, Map<Object, java.util.Set<ObjectName>>> attribute : groups.entrySet()) {
-                for (Map.Entry<Object, java.util.Set<ObjectName>> value : attribute.getValue().entrySet()) {
-                    terms.add(Query.and(anyOf(new ArrayList<>(value.getValue())),
+        if (expected.size() >= HELD_WORTH_ASKING) {
+            for (Map.Entry<String, Map<Object, List<ObjectName>>> attribute : groups.entrySet()) {
+                for (Map.Entry<Object, List<ObjectName>> value : attribute.getValue().entrySet()) {
+                    terms.add(Query.and(anyOf(value.getValue()),
                             Query.eq(Query.attr(attribute.getKey()), comparable(value.getKey()))));
                 }
             }
-        } else if (known.isEmpty() && names.size() >= ZEROS_WORTH_ASKING) {
-            known = null; // every MBean the answer names is at 0
+        } else if (expected.isEmpty() && attributeOf.size() >= ZEROS_WORTH_ASKING) {
+            for (ObjectName name : attributeOf.keySet()) {
+                expected.put(name, Integer.valueOf(0));
+            }
             for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
                 terms.add(Query.and(entry.getValue(),
                         Query.eq(Query.attr(entry.getKey().getAttribute()), Query.value(0))));
@@ -564,10 +577,9 @@ public final class JmxBridge {
         if (terms.isEmpty()) {
             return Map.of();
         }
-        QueryExp question = anyOf(terms);
         java.util.Set<ObjectName> answer;
         try {
-            answer = connection.queryNames(scope, question);
+            answer = connection.queryNames(scope, anyOf(terms));
         } catch (java.io.IOException error) {
             if (!refusedByFilter(error)) {
                 throw error;
@@ -579,9 +591,11 @@ public final class JmxBridge {
         }
         Map<ObjectName, Object> held = new HashMap<>();
         for (ObjectName name : answer) {
-            held.put(name, known == null ? Integer.valueOf(0) : known.get(name));
+            // A name not asked about (matched by patterns of two attributes) is read.
+            if (expected.containsKey(name)) {
+                held.put(name, expected.get(name));
+            }
         }
-        held.values().removeIf(Objects::isNull); // named by the server but not asked about: read it
         return held;
     }
 
@@ -609,11 +623,6 @@ public final class JmxBridge {
             return Query.value((String) value);
         }
         return null;
-    }
-
-    private static long attributesMatching(Map<JMXMetric, ObjectName> patterns, ObjectName name) {
-        return patterns.entrySet().stream().filter(entry -> entry.getValue().apply(name))
-                .map(entry -> entry.getKey().getAttribute()).distinct().count();
     }
 
     /** The server's deserialization filter (jmxremote.serial.filter.pattern) refused what was sent. */
