@@ -495,15 +495,14 @@ def _full_sources(spark: SparkSession, files: Sequence[InputFile]) -> _Sources:
     return _Sources(groups, rejected, counts, unreadable, request_logs=kinds)
 
 
-class FilesMoved(Exception):
-    """Log rotation renamed files between the listing and the read (input_files.moved_since_listed)."""
-
-    def __init__(self, files: Sequence[InputFile]) -> None:
-        them = "it" if len(files) == 1 else "them"
-        super().__init__(f"{', '.join(f.path for f in files)}: renamed while this run read {them} (log rotation)")
+def _renamed(files: Sequence[InputFile]) -> str:
+    """Log rotation renamed ``files`` between the listing and the read (input_files.moved_since_listed)."""
+    them = "it" if len(files) == 1 else "them"
+    return f"{', '.join(f.path for f in files)}: renamed while this run read {them} (log rotation)"
 
 
-#: Listings and reads an incremental run makes before it gives up on files that keep rotating under it.
+#: Listings and reads an incremental run makes of files that keep rotating under it before it leaves them to the
+#: next run.
 READ_ATTEMPTS = 3
 
 
@@ -514,66 +513,101 @@ def _incremental_sources(
     files: Sequence[InputFile],
     known: list[file_state.Contribution],
 ) -> _Sources:
-    readable, corrupt = corrupt_heads(files)
-    plan = file_state.plan_reads(readable, known)
-    for item in plan.to_read:
-        if item.reason in file_state.SUSPICIOUS:
-            log.warning(
-                "%s: its content %s since it was read (%s); reading it again whole and replacing what it contributed",
-                item.file.path,
-                "shrank" if item.reason == "shrank" else "changed",
-                ", ".join(c.path for c in item.replaces),
-            )
-    for duplicate, chosen in plan.duplicates:
-        log.info("%s: same content as %s, read once", duplicate.path, chosen.path)
-    try:
-        written = segments.write_segment(spark, options.output, run_id, plan.to_read)
-    except segments.LinesNotAttributed as lost:
+    """Read what is new since ``known`` into state segments of this run. A read whose path log4j renamed under it
+    is dropped and its file listed and read again, up to READ_ATTEMPTS times; the others stand and are part of the
+    state each next attempt plans from, so an attempt reads only what moved or grew since the one before. A file
+    still moving after that is left out, as if it had appeared after the listing: what earlier runs read of it
+    stays, and the next run reads it."""
+    state = list(known)
+    #: This run's reads that stood, by contribution id: which contributions of earlier runs each one replaces.
+    replaces_earlier: dict[str, set[str]] = {}
+    written_segments: set[str] = set()
+    moved: list[InputFile] = []
+    for attempt in range(1, READ_ATTEMPTS + 1):
+        if attempt > 1:
+            files = list_input_files(spark, options.inputs)
+        readable, corrupt = corrupt_heads(files)
+        plan = file_state.plan_reads(readable, state)
+        for item in plan.to_read:
+            if item.reason in file_state.SUSPICIOUS:
+                log.warning(
+                    "%s: its content %s since it was read (%s); reading it again whole and replacing what it "
+                    "contributed",
+                    item.file.path,
+                    "shrank" if item.reason == "shrank" else "changed",
+                    ", ".join(c.path for c in item.replaces),
+                )
+        for duplicate, chosen in plan.duplicates:
+            log.info("%s: same content as %s, read once", duplicate.path, chosen.path)
+        segment = run_id if attempt == 1 else f"{run_id}-{attempt}"
+        written = segments.write_segment(spark, options.output, segment, plan.to_read)
+        written_segments.add(segment)
+        moved = moved_since_listed(spark, [item.file for item in written.done + written.no_lines])
+        moved_paths = {f.path for f in moved}
         # log4j renames the active file and opens an empty one under its name: read in that instant, the path
-        # gave no line. That is a rotation like any other, not lines lost.
-        moved = moved_since_listed(spark, [item.file for item in plan.to_read if item.file.path in lost.paths])
-        segments.remove_segment(options.output, run_id)
+        # gave no line. That is a rotation like any other; a file that gave none and did not move lost its lines.
+        lost = [item.file.path for item in written.no_lines if item.file.path not in moved_paths]
+        if lost:
+            segments.remove_segment(options.output, segment)
+            raise segments.LinesNotAttributed(lost)
+        # A read that is dropped, or a file that could not be read, replaces nothing: what it contributed stays.
+        stood = [
+            (item, c)
+            for item, c in zip(written.done, written.contributions, strict=True)
+            if item.file.path not in moved_paths
+        ]
+        if not stood:
+            segments.remove_segment(options.output, segment)
+            written_segments.discard(segment)
+        replaced = {r.id for item, _ in stood for r in item.replaces}
+        for item, contribution in stood:
+            # A read of this run replaced by a later attempt's passes on what it replaced of the earlier runs'.
+            replaces_earlier[contribution.id] = set().union(
+                *(replaces_earlier.get(r.id, {r.id}) for r in item.replaces)
+            )
+        for superseded in replaced & set(replaces_earlier) - {c.id for _, c in stood}:
+            del replaces_earlier[superseded]
+        unchanged = {c.id: c for c in plan.unchanged}
+        state = [unchanged.get(c.id, c) for c in state if c.id not in replaced] + [c for _, c in stood]
         if not moved:
-            raise
-        raise FilesMoved(moved) from lost
-    moved = moved_since_listed(spark, [item.file for item in written.done])
-    if moved:
-        segments.remove_segment(options.output, run_id)
-        raise FilesMoved(moved)
-    # A file that could not be read replaces nothing: what its earlier read contributed stays.
-    replaced = {c.id for item in written.done for c in item.replaces}
-    unchanged = {c.id: c for c in plan.unchanged}
-    contributions = [unchanged.get(c.id, c) for c in known if c.id not in replaced] + written.contributions
+            break
+        if attempt < READ_ATTEMPTS:
+            log.warning("%s: what was read there is not the file listed; listing and reading again", _renamed(moved))
+        else:
+            log.warning(
+                "%s, %d times in a row: left for the next run (what earlier runs read of them stays)",
+                _renamed(moved),
+                READ_ATTEMPTS,
+            )
     forgotten = 0
     if options.forget_before is not None:
-        contributions, forgotten = file_state.forget(contributions, options.forget_before)
-    contributions = segments.compact(spark, options.output, run_id, contributions)
-    present = {c.id for c in plan.unchanged} | {c.id for c in written.contributions}
+        state, forgotten = file_state.forget(state, options.forget_before)
+    state = segments.compact(spark, options.output, run_id, written_segments, state)
+    present = {c.id for c in plan.unchanged} | set(replaces_earlier)
     files_summary = {
         "listed": len(files),
-        "read": len(written.done),
-        "read_new": sum(1 for item in written.done if item.reason == "new"),
-        "reread": sum(1 for item in written.done if item.reason != "new"),
+        "read": len(replaces_earlier),
+        "read_new": sum(1 for earlier in replaces_earlier.values() if not earlier),
+        "reread": sum(1 for earlier in replaces_earlier.values() if earlier),
         "skipped_unreadable": len(corrupt) + len(written.unreadable),
-        "skipped_unchanged": len(plan.unchanged),
+        "skipped_unchanged": sum(1 for c in plan.unchanged if c.id not in replaces_earlier),
         "skipped_duplicate": len(plan.duplicates),
         "skipped_empty": len(plan.empty),
-        "history_only": sum(1 for c in contributions if c.id not in present and not c.forgotten),
+        "skipped_renamed_while_read": len(moved),
+        "history_only": sum(1 for c in state if c.id not in present and not c.forgotten),
         "forgotten_now": forgotten,
     }
-    groups = segments.state_groups(spark, options.output, contributions)
+    groups = segments.state_groups(spark, options.output, state)
     if groups is None:
         groups = tables.line_groups(parse.parse_lines(parse.no_lines(spark)))
     groups = _persisted(groups, "state: sum the groups of every file read so far")
-    rejected = segments.state_rejections(spark, options.output, contributions)
+    rejected = segments.state_rejections(spark, options.output, state)
     if rejected is None:
         rejected = server_log.parse_rejections(server_log.no_events(spark))
     kinds = log_kinds.by_directory(
-        (c.path, log_kinds.LineLevels.from_json(c.levels))
-        for c in contributions
-        if c.kind == "request" and not c.forgotten
+        (c.path, log_kinds.LineLevels.from_json(c.levels)) for c in state if c.kind == "request" and not c.forgotten
     )
-    return _Sources(groups, rejected, files_summary, corrupt + written.unreadable, contributions, kinds)
+    return _Sources(groups, rejected, files_summary, corrupt + written.unreadable, state, kinds)
 
 
 def _policy_digest(policy_file: Path | None) -> str:
@@ -616,6 +650,7 @@ def nothing_new(
         "skipped_unchanged": len(plan.unchanged),
         "skipped_duplicate": len(plan.duplicates),
         "skipped_empty": len(plan.empty),
+        "skipped_renamed_while_read": 0,
         "history_only": sum(1 for c in known if c.id not in present and not c.forgotten),
         "forgotten_now": 0,
     }
@@ -663,31 +698,22 @@ def run_inventory(spark: SparkSession, options: InventoryOptions) -> InventorySu
             log.info("removed %s (not published: an earlier run failed, or it is older than the last two)", removed)
         policy_digest = _policy_digest(options.policy_file)
         known = _known_contributions(options.output, published) if options.incremental else []
-        for attempt in range(1, READ_ATTEMPTS + 1):
-            files = list_input_files(spark, options.inputs)  # an unreadable input stops the run here
-            if not files:
-                raise InputError(f"no {lf.FILE_GLOB} or {server_log.FILE_GLOB} under {', '.join(options.inputs)}")
-            if not options.incremental:
-                # A full run keeps no state: a file rotated under it only leaves this run's tables short of it.
-                sources = _full_sources(spark, files)
-                break
+        files = list_input_files(spark, options.inputs)  # an unreadable input stops the run here
+        if not files:
+            raise InputError(f"no {lf.FILE_GLOB} or {server_log.FILE_GLOB} under {', '.join(options.inputs)}")
+        if not options.incremental:
+            # A full run keeps no state: a file rotated under it only leaves this run's tables short of it.
+            sources = _full_sources(spark, files)
+        else:
             unchanged = nothing_new(options, published, files, known, policy_digest)
             if unchanged is not None and published is not None:
                 # The tables would be the published ones again: deriving them costs more than all the rest.
                 return _unchanged_summary(options, published, unchanged, started)
-            try:
-                sources = _incremental_sources(spark, options, run_id, files, known)
-                break
-            except FilesMoved as moved:
-                if attempt == READ_ATTEMPTS:
-                    raise InputError(
-                        f"{moved}, {READ_ATTEMPTS} times in a row; nothing was published: run again"
-                    ) from None
-                log.warning("%s: what was read there is not the file listed; listing and reading again", moved)
-        if len(sources.unreadable) == len(files):
+            sources = _incremental_sources(spark, options, run_id, files, known)
+        if len(sources.unreadable) == sources.files["listed"]:
             sources.groups.unpersist()
             raise InputError(
-                f"none of the {len(files)} log file(s) under {', '.join(options.inputs)} could be read: "
+                f"none of the {sources.files['listed']} log file(s) under {', '.join(options.inputs)} could be read: "
                 + "; ".join(f"{u.file.path}: {u.why}" for u in sources.unreadable)
             )
         milestones = {"parsed": time.monotonic() - started}

@@ -45,11 +45,13 @@ class LinesNotAttributed(RuntimeError):
 
 @dataclass
 class SegmentWrite:
-    #: One per file read, with its line count and log time range.
-    contributions: list[Contribution]
-    #: The planned reads that were done (a file Spark could not read is not among them).
+    #: The planned reads that were done (a file Spark could not read, or that gave no line, is not among them).
     done: list[FileToRead]
+    #: What each of ``done`` contributes, in the same order: its line count and log time range.
+    contributions: list[Contribution]
     unreadable: list[UnreadableFile]
+    #: Planned files that gave no line (``LinesNotAttributed``): the caller tells a rotation from a lost file.
+    no_lines: list[FileToRead]
 
 
 def _segment_dir(output: str, segment: str, table: str) -> str:
@@ -66,28 +68,34 @@ def _event_time() -> Column:
     return F.translate(stamp, lf.TIMESTAMP_SEPARATORS, "").try_cast("long")
 
 
-def write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence[FileToRead]) -> SegmentWrite:
-    """Read the planned files once and store what each contributes; a file Spark fails to read is left out (and
-    so not recorded: a later run reads it once it is complete)."""
+def write_segment(spark: SparkSession, output: str, segment: str, reads: Sequence[FileToRead]) -> SegmentWrite:
+    """Read the planned files once and store what each contributes under ``segment``; a file Spark fails to read
+    is left out (and so not recorded: a later run reads it once it is complete)."""
     by_path = {item.file.path: item for item in reads}
 
-    def attempt(files: list[InputFile]) -> list[Contribution]:
-        return _write_segment(spark, output, run_id, [by_path[f.path] for f in files])
+    def attempt(files: list[InputFile]) -> list[Contribution | None]:
+        return _write_segment(spark, output, segment, [by_path[f.path] for f in files])
 
-    contributions, unreadable = skipping_unreadable(
-        [item.file for item in reads], attempt, lambda: remove_segment(output, run_id)
+    found, unreadable = skipping_unreadable(
+        [item.file for item in reads], attempt, lambda: remove_segment(output, segment)
     )
     left_out = {u.file.path for u in unreadable}
-    return SegmentWrite(contributions, [item for item in reads if item.file.path not in left_out], unreadable)
+    attempted = [item for item in reads if item.file.path not in left_out]
+    done = [(item, c) for item, c in zip(attempted, found, strict=True) if c is not None]
+    no_lines = [item for item, c in zip(attempted, found, strict=True) if c is None]
+    return SegmentWrite([item for item, _ in done], [c for _, c in done], unreadable, no_lines)
 
 
-def remove_segment(output: str, run_id: str) -> None:
-    """What ``write_segment`` stored for run ``run_id`` (a read that is not kept)."""
-    shutil.rmtree(publication.local_path(publication.join(output, publication.SEGMENTS, run_id)), True)
+def remove_segment(output: str, segment: str) -> None:
+    """What ``write_segment`` stored under ``segment`` (a read that is not kept)."""
+    shutil.rmtree(publication.local_path(publication.join(output, publication.SEGMENTS, segment)), True)
 
 
-def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequence[FileToRead]) -> list[Contribution]:
-    planned = [new_contribution(item.file, f"{run_id}/{index}", run_id) for index, item in enumerate(reads)]
+def _write_segment(
+    spark: SparkSession, output: str, segment: str, reads: Sequence[FileToRead]
+) -> list[Contribution | None]:
+    """Each planned read's contribution, None for a file that gave no line."""
+    planned = [new_contribution(item.file, f"{segment}/{index}", segment) for index, item in enumerate(reads)]
     by_kind = {
         kind: (
             [item.file.read_path for item in reads if item.file.kind == kind],
@@ -106,8 +114,8 @@ def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequenc
         tagged = groups.join(F.broadcast(_contribution_ids(spark, contributions, "file")), "file").drop(
             "file", "sample_file"
         )
-        tagged.write.mode("errorifexists").parquet(_segment_dir(output, run_id, GROUPS))
-        stored = spark.read.parquet(_segment_dir(output, run_id, GROUPS))
+        tagged.write.mode("errorifexists").parquet(_segment_dir(output, segment, GROUPS))
+        stored = spark.read.parquet(_segment_dir(output, segment, GROUPS))
         per_file = stored.groupBy("contribution").agg(
             F.sum("requests").alias("lines"),
             F.min("first_ts").alias("first_ts"),
@@ -134,18 +142,17 @@ def _write_segment(spark: SparkSession, output: str, run_id: str, reads: Sequenc
                 for r in per_file.join(ids, "broker_file").collect()
             ]
             rejected = server_log.parse_rejections(events).join(ids, "broker_file").drop("broker_file")
-            rejected.write.mode("errorifexists").parquet(_segment_dir(output, run_id, REJECTIONS))
+            rejected.write.mode("errorifexists").parquet(_segment_dir(output, segment, REJECTIONS))
         finally:
             events.unpersist()
 
     found = {contribution: (lines, first, last) for contribution, lines, first, last in stats}
     # Every planned file has content (empty ones are not planned), so each must have lines: one without any was
     # not attributed to its file, and recording it as read would lose its lines for good.
-    lost = [c.path for c in planned if c.id not in found]
-    if lost:
-        raise LinesNotAttributed(lost)
     return [
         replace(c, lines=found[c.id][0], first_ts=found[c.id][1], last_ts=found[c.id][2], levels=levels.get(c.id))
+        if c.id in found
+        else None
         for c in planned
     ]
 
@@ -196,13 +203,16 @@ def state_rejections(spark: SparkSession, output: str, contributions: Sequence[C
     return rows.select(*server_log.PARSED_COLUMNS)
 
 
-def compact(spark: SparkSession, output: str, run_id: str, contributions: Sequence[Contribution]) -> list[Contribution]:
-    """When live rows are spread over more than MAX_SEGMENTS segments, copy them into this run's segment (as
-    ``compacted``) and point their contributions there; the old segments are then unreferenced."""
-    live_segments = {c.segment for c in contributions if not c.forgotten and c.segment != run_id}
+def compact(
+    spark: SparkSession, output: str, run_id: str, written: set[str], contributions: Sequence[Contribution]
+) -> list[Contribution]:
+    """When live rows are spread over more than MAX_SEGMENTS segments besides the ones this run ``written``, copy
+    them into a segment of this run (``<run_id>-compacted``) and point their contributions there; the old segments
+    are then unreferenced."""
+    live_segments = {c.segment for c in contributions if not c.forgotten and c.segment not in written}
     if len(live_segments) <= MAX_SEGMENTS:
         return list(contributions)
-    moved = [c for c in contributions if not c.forgotten and c.segment != run_id]
+    moved = [c for c in contributions if not c.forgotten and c.segment not in written]
     target = f"{run_id}-compacted"
     for table, column in ((GROUPS, "path"), (REJECTIONS, "broker_file")):
         rows = _live_rows(spark, output, moved, table, column)

@@ -263,6 +263,58 @@ def test_a_rotation_between_listing_and_reading_is_read_again_and_every_line_cou
     assert csvs(runs.output) == runs.full(logs)
 
 
+def test_files_rotating_under_every_attempt_are_left_to_the_next_run_and_the_rest_is_published(
+    spark, tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """A busy broker's size-based rolling can rename its files during every read of a run: the run used to fail
+    with nothing published after three attempts (the real brokers' rolling-upgrade story did, in CI). Now the
+    reads that stood are kept, each attempt reads only what moved, and what still moves is left to the next run."""
+    from exporter.request_logs import job
+
+    logs = tmp_path / "logs"
+    busy, quiet = logs / "broker-2", logs / "broker-3"
+    busy.mkdir(parents=True)
+    shutil.copytree(SAMPLES / "broker-3", quiet)
+    quiet_lines = len(sample_lines("broker-3"))
+    lines = sample_lines("broker-2")
+    chunks = [lines[:8], lines[8:16], lines[16:24], lines[24:]]
+    active = busy / "kafka-request.log"
+    active.write_text("".join(chunks[0]), encoding="utf-8")
+    listed = job.list_input_files
+    listings: list[int] = []
+
+    def log4j_rolls_right_after_every_listing(*args):
+        files = listed(*args)
+        rolled = len(listings) + 1
+        for n in range(rolled - 1, 0, -1):
+            (busy / f"kafka-request.log.{n}").rename(busy / f"kafka-request.log.{n + 1}")
+        active.rename(busy / "kafka-request.log.1")
+        active.write_text("".join(chunks[rolled]), encoding="utf-8")
+        listings.append(len(files))
+        return files
+
+    monkeypatch.setattr(job, "list_input_files", log4j_rolls_right_after_every_listing)
+    runs = Runs(spark, tmp_path)
+    with caplog.at_level(logging.WARNING, logger="exporter.request_logs"):
+        first = runs.incremental(logs)
+    monkeypatch.undo()
+    # The quiet broker's two files are read once, in the first attempt; the busy one's move under every read.
+    assert listings == [3, 4, 5]
+    assert (first.files["read_new"], first.files["skipped_unchanged"], first.files["skipped_renamed_while_read"]) == (
+        2,
+        0,
+        3,
+    )
+    assert first.lines == quiet_lines
+    warned = [r.getMessage() for r in caplog.records if "renamed while this run read" in r.getMessage()]
+    assert len(warned) == 3 and "left for the next run" in warned[-1]
+    assert "broker-2/kafka-request.log" in warned[-1]
+    # The next run reads the four busy files once each, and no line is missing or counted twice.
+    second = runs.incremental(logs)
+    assert (second.files["read_new"], second.files["skipped_unchanged"], second.lines) == (4, 2, quiet_lines + 35)
+    assert csvs(runs.output) == runs.full(logs)
+
+
 def test_a_rotation_that_leaves_the_active_path_empty_is_read_again(spark, tmp_path: Path, monkeypatch) -> None:
     """log4j opens the new kafka-request.log empty: a run that reads the path in that instant gets no line from a
     file listed with content. The real brokers' rolling-upgrade story met it ('lines of .../kafka-request.log were
