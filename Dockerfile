@@ -7,8 +7,10 @@
 # (PYTHON_IMAGE=localhost/...): any Debian-based image with python3.11, venv and `python` on PATH will do.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# Build stage: compilers only here, for dependencies without a wheel on the target platform.
-FROM ${PYTHON_IMAGE} AS build
+# Build stages: compilers only here, for dependencies without a wheel on the target platform. The dependencies'
+# wheels are built from pyproject.toml alone, in layers of their own: a change to the code rebuilds only the
+# project's own wheel, not pyspark's from its sdist (minutes).
+FROM ${PYTHON_IMAGE} AS build-base
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential \
  && rm -rf /var/lib/apt/lists/*
@@ -16,20 +18,34 @@ ENV VENV=/opt/kafka-client-exporter \
     WHEELS=/tmp/wheels \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY exporter/ exporter/
+COPY pyproject.toml ./
 # >>> install: tests/deployment/image/test_dockerfile_install.py runs exactly these RUN lines in a fresh venv; keep them plain.
 RUN python -m venv "$VENV"
-RUN "$VENV/bin/pip" wheel --no-cache-dir --wheel-dir "$WHEELS" .
+RUN python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > requirements.txt
+RUN "$VENV/bin/pip" wheel --no-cache-dir --wheel-dir "$WHEELS" -r requirements.txt
+# <<< install
+
+# The exporter's venv.
+FROM build-base AS build
+COPY README.md ./
+COPY exporter/ exporter/
+# >>> install
+RUN "$VENV/bin/pip" wheel --no-cache-dir --no-deps --wheel-dir "$WHEELS" .
 RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" kafka-client-exporter
 # <<< install
 
 # The inventory job's venv: the exporter's plus the `inventory` extra (pyspark, whose sdist becomes a wheel here).
 # Its own stage, so that the exporter image (the last stage) never waits for it. --use-pep517: Debian's pip 23.0
 # would otherwise run the sdist's `setup.py bdist_wheel`, which needs the `wheel` package a fresh venv lacks.
-FROM build AS inventory-build
-# >>> install: tests/deployment/image/test_dockerfile_install.py runs these RUN lines after the build stage's.
-RUN "$VENV/bin/pip" wheel --no-cache-dir --use-pep517 --wheel-dir "$WHEELS" ".[inventory]"
+FROM build-base AS inventory-build
+# >>> install
+RUN python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["inventory"]))' > inventory-requirements.txt
+RUN "$VENV/bin/pip" wheel --no-cache-dir --use-pep517 --wheel-dir "$WHEELS" -r inventory-requirements.txt
+# <<< install
+COPY README.md ./
+COPY exporter/ exporter/
+# >>> install
+RUN "$VENV/bin/pip" wheel --no-cache-dir --no-deps --wheel-dir "$WHEELS" .
 RUN "$VENV/bin/pip" install --no-cache-dir --no-index --find-links "$WHEELS" "kafka-client-exporter[inventory]"
 # <<< install
 

@@ -39,7 +39,7 @@ def test_each_image_has_a_jre_a_non_root_user_and_no_compilers(
     assert image.arguments("CMD") == [cmd]
     # The image gets its build stage's venv and runs its console script.
     build = stage(stages, venv_stage)
-    venv = stage(stages, "build").env()["VENV"]
+    venv = {name: value for layer in lineage(stages, build) for name, value in layer.env().items()}["VENV"]
     assert any(args == f"--from={venv_stage} {venv} {venv}" for args in image.arguments("COPY"))
     env = {name: value for layer in lineage(stages, image) for name, value in layer.env().items()}
     assert env["PATH"].startswith(f"{venv}/bin:")
@@ -48,13 +48,31 @@ def test_each_image_has_a_jre_a_non_root_user_and_no_compilers(
 
 def test_the_inventory_venv_adds_the_inventory_extra_to_the_exporters() -> None:
     stages = parse(DOCKERFILE)
-    # Built on the exporter's build stage, so the exporter image never builds pyspark.
-    assert [layer.name for layer in lineage(stages, stage(stages, "inventory-build"))] == ["build", "inventory-build"]
+    # Beside the exporter's build stage, not on it, so the exporter image never builds pyspark.
+    assert [layer.name for layer in lineage(stages, stage(stages, "inventory-build"))] == [
+        "build-base",
+        "inventory-build",
+    ]
     assert "inventory-build" not in {layer.name for layer in lineage(stages, stages[-1])}
     block = " ".join(stage(stages, "inventory-build").install_block)
-    assert '".[inventory]"' in block and '"kafka-client-exporter[inventory]"' in block
+    assert '["optional-dependencies"]["inventory"]' in block and '"kafka-client-exporter[inventory]"' in block
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(requirement.startswith("pyspark==") for requirement in extras["inventory"])
+
+
+def test_the_dependencies_wheels_are_built_before_the_code_is_copied() -> None:
+    """A change to the code must not build pyspark's wheel again (minutes): every stage builds its dependencies'
+    wheels from pyproject.toml alone, before any COPY of the code."""
+    stages = parse(DOCKERFILE)
+    for name in ("build", "inventory-build"):
+        instructions = [item for layer in lineage(stages, stage(stages, name)) for item in layer.instructions]
+        copies = [i for i, (kind, args) in enumerate(instructions) if kind == "COPY" and "exporter/" in args]
+        dependency_wheels = [
+            i for i, (kind, args) in enumerate(instructions) if kind == "RUN" and "requirements.txt" in args
+        ]
+        assert copies and dependency_wheels and max(dependency_wheels) < min(copies), name
+        first_copy = min(i for i, (kind, _) in enumerate(instructions) if kind == "COPY")
+        assert instructions[first_copy] == ("COPY", "pyproject.toml ./"), name
 
 
 def test_dockerignore_admits_exactly_what_the_build_stages_copy() -> None:
