@@ -58,7 +58,8 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -120,14 +121,25 @@ public final class JmxBridge {
     private static final class Reply {
         final Object id;
         final AtomicBoolean answered = new AtomicBoolean();
+        private volatile ScheduledFuture<?> deadline;
 
         Reply(Object id) {
             this.id = id;
         }
 
+        /** The timer's task that answers at the deadline: taken off the timer's queue once the read answers, so
+         * the timer thread does not wake for every request's deadline (one a second for three brokers). */
+        void expiresWith(ScheduledFuture<?> task) {
+            deadline = task;
+            if (answered.get()) {
+                task.cancel(false);
+            }
+        }
+
         void items(List<String> items) {
             if (answered.compareAndSet(false, true)) {
                 respond("{\"id\":" + Json.quoteId(id) + ",\"items\":[" + String.join(",", items) + "]}");
+                answeredInTime();
             }
         }
 
@@ -135,6 +147,14 @@ public final class JmxBridge {
             if (answered.compareAndSet(false, true)) {
                 respond("{\"id\":" + Json.quoteId(id) + ",\"error\":" + Json.quote(kind) + ",\"message\":"
                         + Json.quote(message) + "}");
+                answeredInTime();
+            }
+        }
+
+        private void answeredInTime() {
+            ScheduledFuture<?> task = deadline;
+            if (task != null) {
+                task.cancel(false);
             }
         }
 
@@ -167,7 +187,8 @@ public final class JmxBridge {
         }
         long idleNanos = TimeUnit.SECONDS.toNanos(Long.parseLong(args[1]));
         pool = Executors.newFixedThreadPool(workers, daemon("jmx-bridge-worker"));
-        ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(daemon("jmx-bridge-timer"));
+        ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, daemon("jmx-bridge-timer"));
+        timer.setRemoveOnCancelPolicy(true);
         long idleCheckSeconds = Math.max(1, Math.min(30, Long.parseLong(args[1])));
         timer.scheduleWithFixedDelay(() -> closeIdle(idleNanos), idleCheckSeconds, idleCheckSeconds, TimeUnit.SECONDS);
         log("started with " + workers + " workers");
@@ -189,8 +210,8 @@ public final class JmxBridge {
             pool.execute(() -> serve(reply, request));
             // The bridge answers by the deadline even when a read is stuck in RMI (the RMI timeouts free that
             // thread later), so the exporter can tell a slow broker from a bridge that stopped answering.
-            timer.schedule(() -> reply.error("timeout", "JMX query at " + request.get("url")
-                    + " did not finish within " + timeoutMs + " ms"), timeoutMs, TimeUnit.MILLISECONDS);
+            reply.expiresWith(timer.schedule(() -> reply.error("timeout", "JMX query at " + request.get("url")
+                    + " did not finish within " + timeoutMs + " ms"), timeoutMs, TimeUnit.MILLISECONDS));
         }
         log("stdin closed; closing " + BROKERS.size() + " connections");
         for (Broker broker : BROKERS.values()) {
