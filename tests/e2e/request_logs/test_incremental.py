@@ -40,6 +40,17 @@ def older(lines: list[str]) -> list[str]:
     return [line.replace("[2026-11-23 ", "[2026-03-19 ", 1) for line in lines]
 
 
+def log4j_roll(directory: Path, active_text: str) -> None:
+    """What log4j's size-based rolling does to ``directory``: each backup .N renamed to .N+1 from the oldest, the
+    active kafka-request.log to .1, and a new active file (here with ``active_text`` already in it)."""
+    active = directory / "kafka-request.log"
+    backups = sorted(int(p.suffix[1:]) for p in directory.glob("kafka-request.log.*") if p.suffix[1:].isdigit())
+    for n in reversed(backups):
+        (directory / f"kafka-request.log.{n}").rename(directory / f"kafka-request.log.{n + 1}")
+    active.rename(directory / "kafka-request.log.1")
+    active.write_text(active_text, encoding="utf-8")
+
+
 def csvs(output: Path) -> dict[str, str]:
     return {name: (output / "current" / f"{name}.csv").read_text(encoding="utf-8") for name in CSV_TABLES}
 
@@ -234,9 +245,7 @@ def test_a_rotation_between_listing_and_reading_is_read_again_and_every_line_cou
     def log4j_rolls_right_after_the_first_listing(*args):
         files = listed(*args)
         if not rolled:
-            oldest.rename(broker / "kafka-request.log.2")
-            active.rename(oldest)
-            active.write_text("".join(lines[20:]), encoding="utf-8")
+            log4j_roll(broker, "".join(lines[20:]))
             rolled.append(len(files))
         return files
 
@@ -254,10 +263,7 @@ def test_a_rotation_between_listing_and_reading_is_read_again_and_every_line_cou
     second = runs.incremental(logs)
     assert second.unchanged and second.files["skipped_unchanged"] == 3
     # One more roll, as log4j makes it: each file is recognised under its new name, only the new one is read.
-    (broker / "kafka-request.log.2").rename(broker / "kafka-request.log.3")
-    oldest.rename(broker / "kafka-request.log.2")
-    active.rename(oldest)
-    active.write_text("".join(older(lines[:5])), encoding="utf-8")
+    log4j_roll(broker, "".join(older(lines[:5])))
     third = runs.incremental(logs)
     assert (third.files["read_new"], third.files["skipped_unchanged"], third.lines) == (1, 3, 40)
     assert csvs(runs.output) == runs.full(logs)
@@ -285,11 +291,7 @@ def test_files_rotating_under_every_attempt_are_left_to_the_next_run_and_the_res
 
     def log4j_rolls_right_after_every_listing(*args):
         files = listed(*args)
-        rolled = len(listings) + 1
-        for n in range(rolled - 1, 0, -1):
-            (busy / f"kafka-request.log.{n}").rename(busy / f"kafka-request.log.{n + 1}")
-        active.rename(busy / "kafka-request.log.1")
-        active.write_text("".join(chunks[rolled]), encoding="utf-8")
+        log4j_roll(busy, "".join(chunks[len(listings) + 1]))
         listings.append(len(files))
         return files
 
