@@ -106,18 +106,28 @@ def collect(
     async def run() -> list[Snapshot]:
         snapshots = []
         for _ in range(cycles):
-            late = [0.0]
-            ticker = asyncio.create_task(_tick(late)) if stalls is not None else None
-            snapshots.append(await loop.run_cycle())
-            if ticker is not None and stalls is not None:
-                ticker.cancel()
-                stalls.append(late[0])
+            if stalls is None:
+                snapshots.append(await loop.run_cycle())
+                continue
+            snapshot, stall = await cycle_and_stall(loop)
+            snapshots.append(snapshot)
+            stalls.append(stall)
         return snapshots
 
     try:
         return asyncio.run(run()), loop
     finally:
         loop.close()
+
+
+async def cycle_and_stall(loop: CollectionLoop) -> tuple[Snapshot, float]:
+    """One cycle, and the event loop's longest stall during it."""
+    late = [0.0]
+    ticker = asyncio.create_task(_tick(late))
+    try:
+        return await loop.run_cycle(), late[0]
+    finally:
+        ticker.cancel()
 
 
 async def _tick(late: list[float]) -> None:
@@ -491,17 +501,17 @@ def test_a_frozen_bridge_is_replaced_and_costs_one_cycle(mbean_host: MBeanHost) 
     # costs no read of that cycle (with 2 s it did, beside three busy workers).
     loop = CollectionLoop(settings(brokers, timeout=5))
 
-    async def run() -> tuple[list[Snapshot], int, int]:
+    async def run() -> tuple[list[Snapshot], float, int, int]:
         first = await loop.run_cycle()
         [frozen] = bridge_pids()
         os.kill(frozen, signal.SIGSTOP)  # alive, holding its pipes, answering nothing
-        stalled = await loop.run_cycle()
+        stalled, stall = await cycle_and_stall(loop)
         after = await loop.run_cycle()
         [replacement] = bridge_pids()
-        return [first, stalled, after], frozen, replacement
+        return [first, stalled, after], stall, frozen, replacement
 
     try:
-        (first, stalled, after), frozen, replacement = asyncio.run(run())
+        (first, stalled, after), stall, frozen, replacement = asyncio.run(run())
     finally:
         loop.close()
     assert replacement != frozen
@@ -509,7 +519,8 @@ def test_a_frozen_bridge_is_replaced_and_costs_one_cycle(mbean_host: MBeanHost) 
     healthy = {str(b["id"]): (True, None) for b in brokers}
     assert up(first) == up(after) == healthy
     assert up(stalled) == {broker: (False, "jmx_bridge") for broker in healthy}
-    assert stalled.cycle_duration_seconds < 6  # the deadline, no more
+    # The deadline, no more, beyond what the event loop stalled for (a busy machine's, measured).
+    assert stalled.cycle_duration_seconds < 6 + stall, (stalled.cycle_duration_seconds, stall)
 
 
 def test_no_thread_or_descriptor_growth_over_many_cycles(mbean_host: MBeanHost) -> None:
