@@ -526,13 +526,18 @@ public final class JmxBridge {
                         + describe(error));
                 return matched;
             }
-            // The attribute each MBean is asked for; none when patterns of two attributes match it (an answer by
-            // value would not say whose value it was): those are read.
+            // Each pattern's MBeans, and the attribute each MBean is asked for: none when patterns of two
+            // attributes match it (an answer by value would not say whose value it was): those are read.
+            Map<JMXMetric, Matched> own = new LinkedHashMap<>();
+            for (JMXMetric query : patterns.keySet()) {
+                own.put(query, new Matched());
+            }
             Map<ObjectName, String> attributeOf = new HashMap<>();
             for (ObjectName name : names) {
                 java.util.Set<String> attributes = new java.util.HashSet<>();
                 for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
                     if (entry.getValue().apply(name)) {
+                        own.get(entry.getKey()).names.add(name);
                         attributes.add(entry.getKey().getAttribute());
                     }
                 }
@@ -542,18 +547,14 @@ public final class JmxBridge {
             }
             Map<ObjectName, Object> held = broker.asksValues
                     ? held(broker, connection, scope, patterns, attributeOf) : Map.of();
-            for (Map.Entry<JMXMetric, ObjectName> entry : patterns.entrySet()) {
-                Matched own = new Matched();
-                for (ObjectName name : names) {
-                    if (entry.getValue().apply(name)) {
-                        own.names.add(name);
-                        if (held.containsKey(name)) {
-                            own.held.put(name, held.get(name));
-                        }
+            for (Matched pattern : own.values()) {
+                for (ObjectName name : pattern.names) {
+                    if (held.containsKey(name)) {
+                        pattern.held.put(name, held.get(name));
                     }
                 }
-                matched.put(entry.getKey(), own);
             }
+            matched.putAll(own);
         }
         return matched;
     }
