@@ -211,9 +211,7 @@ class DoubleCluster:
                 raise RuntimeError(f"broker {handle.broker_id} is already running")
             assert self._jmx is not None
             spec = handle.spec
-            handle.jmx_url = self._jmx.add_broker(
-                spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password, spec.jmx_tls
-            )
+            handle.jmx_url = self._jmx.add_broker(spec.id, spec.jmx_port, spec.jmx_user, spec.jmx_password)
             metrics = BrokerMetrics(spec.id, handle.release, self._jmx)
             server = BrokerServer(
                 spec.id,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .mbean_host import JmxTls
 from .sasl_server import MECHANISMS
 from .tls import ListenerTls
 
@@ -58,7 +57,6 @@ class BrokerSpec:
     metrics_port: int = 0  # the Prometheus endpoint, when the cluster serves them (0: pick a free port)
     jmx_user: str | None = None
     jmx_password: str | None = None
-    jmx_tls: JmxTls | None = None  # JMX over TLS (optionally asking for a client certificate)
     # "zookeeper" or "kraft" (kafka_double.releases.METADATA_MODES): which broker listener's APIs and features it
     # advertises. None: ZooKeeper before 3.3.0, KRaft from 3.3.0; 4.x is KRaft only, KRaft starts at 2.8.0.
     metadata_mode: str | None = None

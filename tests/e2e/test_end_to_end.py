@@ -77,44 +77,6 @@ def client_series(series: dict, **match: str) -> dict[tuple[str, str, str, str],
     return out
 
 
-def test_kcat_appears_with_exact_labels_and_disappears_after_disconnect(cluster: DoubleCluster) -> None:
-    settings = settings_for(cluster, [1, 2])
-    client = start_client(
-        ClientKind.KCAT, cluster.bootstrap("PLAINTEXT"), software_name="billing-service", software_version="1.4.2-rc1"
-    )
-    with client:
-        client.wait_ready()
-        cluster.sync()
-        _, series = collect(settings)
-        seen = client_series(series, client_software_name="billing-service")
-        assert seen, "kcat's software name did not appear after one cycle"
-        assert {(listener, version) for (_, listener, _, version) in seen} == {("PLAINTEXT", "1.4.2-rc1")}
-    cluster.sync()
-    # The double keeps the zero-valued MBean, exactly like Kafka ...
-    lingering = [
-        key for b in (1, 2) for key, n in cluster.registry_view(b).items() if key[2] == "billing-service" and n == 0
-    ]
-    assert lingering
-    # ... and the exporter drops it within one cycle.
-    _, series = collect(settings)
-    assert client_series(series, client_software_name="billing-service") == {}
-
-
-@pytest.mark.parametrize("kind", [ClientKind.AIOKAFKA, ClientKind.KAFKAJS])
-def test_old_apiversions_clients_appear_as_unknown(cluster: DoubleCluster, kind: ClientKind) -> None:
-    settings = settings_for(cluster, [1, 2])
-    _, before = collect(settings)
-    unknown_before = sum(client_series(before, client_software_name="unknown").values())
-    with start_client(kind, cluster.bootstrap("INTERNAL")) as client:
-        client.wait_ready()
-        cluster.sync()
-        _, series = collect(settings)
-    unknown = client_series(series, client_software_name="unknown", listener="INTERNAL")
-    assert sum(unknown.values()) >= 1
-    assert sum(client_series(series, client_software_name="unknown").values()) > unknown_before
-    assert all(key[3] == "unknown" for key in unknown)
-
-
 def test_kafkas_own_java_clients_appear_at_their_release(cluster: DoubleCluster) -> None:
     """Kafka's Java Admin + Producer from kafka-clients 4.3.0 and 3.9.0, each in its own JVM, on both listeners."""
     settings = settings_for(cluster, [1, 2])

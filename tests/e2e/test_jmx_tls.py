@@ -18,7 +18,6 @@ from exporter.collection import CollectionLoop
 from exporter.config.settings import Settings
 from exporter.snapshot import JmxReading, Snapshot
 from harness.ports import free_port
-from kafka_double.cluster import BrokerSpec, DoubleCluster
 from kafka_double.mbean_host import JmxTls, MBeanHost
 from tests.support.tls_material import write_leaf
 from tests.support.waiting import SURE_CYCLE
@@ -158,21 +157,3 @@ def test_trust_and_key_stores_with_password_files(bench: Bench, tmp_path: Path) 
     assert reason == "tls" and message is not None
     assert "broker 1 of cluster wrong-password" in message and "cannot be used" in message
     assert "not-it" not in message
-
-
-def test_a_double_cluster_broker_serves_jmx_over_tls_from_its_spec(bench: Bench) -> None:
-    directory = bench.directory
-    spec = BrokerSpec(id=5, jmx_tls=JmxTls(directory / "broker.pem", directory / "broker.key"))
-    with MBeanHost() as host, DoubleCluster([spec], mbean_host=host) as double:
-        cluster = {
-            "name": "double",
-            "bootstrap_servers": double.bootstrap().split(","),
-            "jmx": {"tls": {"ca_file": str(directory / "ca.pem")}},
-            "brokers": [{"id": 5, "jmx_url": double.broker(5).jmx_url}],
-        }
-        snapshot = collect([cluster])
-        jmx = [r for r in snapshot.results if r.key.source == "jmx"]
-        assert [(r.key.broker, r.ok) for r in jmx] == [("5", True)], [r.error_message for r in jmx]
-        plain = dict(cluster, jmx={})
-        [refused] = [r for r in collect([plain]).results if r.key.source == "jmx"]
-        assert refused.error_reason == "tls"  # the JRE's own CAs do not trust the test CA
