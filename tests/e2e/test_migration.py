@@ -8,8 +8,10 @@ configuration then lists it, as an operator adds the nodes they start), each bro
 metadata copied, each broker rolled to KRaft, the controller finalized. At each step, once the kernel's table has
 settled:
 
-- each node's mode is served as it is (`kafka_broker_mode_info`: zookeeper, migrating, kraft) and every listed node
-  is up;
+- each node's mode is served as it is (`kafka_broker_mode_info`: zookeeper, migrating, kraft), and said so on the
+  status page, and every listed node is up;
+- every named client's connections (the kcat clients', the exporter's own) are served per broker as the kernel holds
+  them: what the brokers count is what `kafka_client_connections` says, whatever the verdicts;
 - no false alarm: `unknown_software` violations on a broker never exceed the 0.10.1.1 producer's connections there,
   and nothing is hidden: they and the unknown connections in doubt cover all of the producer's;
 - exactly the producer's connections violate, per broker, wherever nothing is in doubt: before the migration, and
@@ -28,10 +30,12 @@ Once migrated, the inventory job reads every node's request log (written in ZooK
 KRaft mode, the kind broker-config/ ships): each kcat client, which logged lines in ZooKeeper mode and again in KRaft
 mode, is named exactly once, as it named itself.
 
-Then the upgrade the migration was for: the 0.10.1.1 producer's Produce v2 is served as what blocks 4.0, the operator
-retires it, and every node is rolled to 4.4.0 (the controller first, then each broker, each back in sync before the
+Then the upgrade the migration was for: the 0.10.1.1 producer's Produce v2 is served as what blocks 4.0 (the status
+page's upgrade blockers name it, on the brokers that counted it), the operator retires it, and every node is rolled to
+4.4.0 (the controller first, then each broker, each back in sync before the
 next) and the features finalized; after each node, every node is up in KRaft mode with nothing violating, and at the
-end the status page says 4.4.0 for every node.
+end the status page says 4.4.0 for every node. Had the operator not retired it, the producer would have failed: one
+started again is refused by the 4.4.0 brokers (their server.log's UnsupportedVersionException, its own failed send).
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ from real_kafka.rolling_upgrade import Finalized, NodeBack, RollingUpgrade, wait
 from tests.support.inventory_command import run_inventory
 from tests.support.own_connections import (
     KCAT_CLIENTS,
+    REFUSED_PRODUCE,
+    SERVER_DISCONNECTED,
     UNKNOWN_PAIR,
     Served,
     fetch,
@@ -131,27 +137,42 @@ class Story:
         self.exporter = self.running.enter_context(running_exporter(config, port, stdout=log, stderr=subprocess.STDOUT))
         self.base = f"http://127.0.0.1:{port}"
 
-    def legacy_held(self) -> Counter[str] | None:
-        """Broker -> the 0.10.1.1 producer's established connections to its PLAINTEXT listener, from the kernel; None
-        while the kernel's table moves (a connection no known process holds)."""
+    def held(self) -> Counter[tuple[str, str]] | None:
+        """(owner, broker) -> established connections to the brokers' PLAINTEXT listeners, from the kernel; None while
+        the kernel's table moves (a connection no known process holds)."""
         listeners = {
             node.ports.plaintext: Listener(node.node_id, PLAINTEXT)
             for node in self.cluster.nodes.values()
             if node.ports.plaintext is not None
         }
-        owners = {self.legacy.pid: "legacy"}
+        owners = {self.legacy.pid: LEGACY_OWNER}
         for client in self.clients:
             owners[client.pid] = f"client {client.expected.software_name}"
         for node in [*self.cluster.nodes.values(), *self.migration.controllers.values()]:
             if node.pid is not None:
                 owners[node.pid] = f"node {node.node_id}"
         if self.exporter is not None:
-            owners[self.exporter.pid] = f"kafka-client-exporter {EXPORTER_VERSION}"
+            owners[self.exporter.pid] = EXPORTER_OWNER
         owners[os.getpid()] = "the test"
         found = count_connections(listeners, owners)
         if sum(found.unowned.values()):
             return None
-        return Counter({str(listener.broker): n for (owner, listener), n in found.counts.items() if owner == "legacy"})
+        return Counter({(owner, str(listener.broker)): n for (owner, listener), n in found.counts.items()})
+
+
+LEGACY_OWNER = "legacy"
+EXPORTER_OWNER = f"kafka-client-exporter {EXPORTER_VERSION}"
+#: The named clients whose every connection the exporter must serve as the kernel holds it: (owner in
+#: ``Story.held``, the software name and version the broker records).
+NAMED = (
+    *((f"client {name}", name, version) for name, version, _ in KCAT_CLIENTS),
+    (EXPORTER_OWNER, "kafka-client-exporter", EXPORTER_VERSION),
+)
+
+
+def of_owner(held: Counter[tuple[str, str]], owner: str) -> Counter[str]:
+    """Broker -> ``owner``'s connections in ``held``."""
+    return Counter({broker: n for (who, broker), n in held.items() if who == owner})
 
 
 def served(story: Story) -> Served:
@@ -170,13 +191,23 @@ def check(story: Story, step: str, want_modes: dict[str, str], *, exact: bool, t
     holding = story.legacy.returncode is None
 
     def problems() -> list[str]:
-        before = story.legacy_held()
+        before = story.held()
         view = served(story)
-        after = story.legacy_held()
+        kernel = story.held()
         found: list[str] = []
-        if before is None or after is None or before != after or (holding and not after):
+        after = of_owner(kernel, LEGACY_OWNER) if kernel is not None else None
+        if before is None or kernel is None or before != kernel or (holding and not after):
             agreed.clear()
-            return [f"the kernel's table moving: {before} then {after}"]
+            return [f"the kernel's table moving: {before} then {kernel}"]
+        assert after is not None
+        # What the brokers count is served as they count it: every named client's connections, per broker.
+        raw = view.raw()
+        for owner, name, version in NAMED:
+            shown = Counter(
+                {b: n for (b, listener, *pair), n in raw.items() if (listener, *pair) == (PLAINTEXT, name, version)}
+            )
+            if shown != of_owner(kernel, owner):
+                found.append(f"{name} {version}: served {dict(shown)}, the kernel {dict(of_owner(kernel, owner))}")
         if modes(view) != want_modes:
             found.append(f"modes {modes(view)}, want {want_modes}")
         up = {labels["broker"]: v for labels, v in view.of("kafka_client_exporter_up", source="jmx")}
@@ -200,6 +231,9 @@ def check(story: Story, step: str, want_modes: dict[str, str], *, exact: bool, t
 
     began = time.monotonic()
     until(problems, timeout, f"the exporter at step {step}", poll=INTERVAL)
+    # The status page says each node's mode as the series do (they come from one snapshot; modes change at steps).
+    rows = tables_of(fetch(f"{story.base}/"))[f"brokers-{CLUSTER}"]
+    assert {row["broker"]: row["mode"] for row in rows} == want_modes, (step, rows)
     story.journal.append(f"{step}: agreed in {time.monotonic() - began:.1f} s; producer holds {dict(agreed[-1])}")
 
 
@@ -402,6 +436,14 @@ def test_then_the_blocker_is_retired_and_every_node_rolled_to_4_4(story: Story) 
 
     counts = eventually(blocking, 60, "the 0.10.1.1 producer's Produce v2 served as blocking 4.0")
     story.journal.append(f"before the upgrade: Produce v2 counted as blocking 4.0 by broker {counts}")
+
+    def blocker_row() -> dict[str, str] | None:
+        rows = tables_of(fetch(f"{story.base}/")).get(f"blockers-{CLUSTER}", [])
+        return next((r for r in rows if r["request"] == "Produce v2" and r["software"] == "unknown"), None)
+
+    # The status page names it as what blocks the upgrade, on the brokers that counted it.
+    row = eventually(blocker_row, 30, "the status page's upgrade blockers naming Produce v2 of unknown software")
+    assert row["target"] == PRODUCE_V2["target_release"] and set(row["brokers"].split(", ")) == set(counts), row
     # The operator retires what blocks the upgrade, then rolls.
     story.legacy.close()
     nodes = [story.migration.controllers[CONTROLLER], *story.cluster.nodes.values()]
@@ -428,3 +470,18 @@ def test_then_the_blocker_is_retired_and_every_node_rolled_to_4_4(story: Story) 
     assert {(row["broker"], row["mode"], row["exact-release"]) for row in rows} == {
         (broker, "kraft", UPGRADE_TO) for broker in [*brokers, str(CONTROLLER)]
     }
+    # Had the operator not retired it: the same producer, started again, is refused by 4.4.0 at its first send.
+    logs = {node.node_id: node.logs.server_log for node in story.cluster.nodes.values()}
+    offsets = {node_id: log.stat().st_size for node_id, log in logs.items()}
+
+    def refusals() -> dict[int, int] | None:
+        found = {}
+        for node_id, log in logs.items():
+            with log.open("rb") as file:
+                file.seek(offsets[node_id])
+                found[node_id] = file.read().decode(errors="replace").count(REFUSED_PRODUCE)
+        return found if sum(found.values()) and SERVER_DISCONNECTED in late.stderr_tail(5) else None
+
+    with legacy_producer(story.cluster.bootstrap(), TOPIC) as late:
+        refused = eventually(refusals, 60, "the 0.10.1.1 producer refused by 4.4.0", context=late.stderr_tail)
+    story.journal.append(f"after the upgrade: a 0.10.1.1 producer refused, server.log refusals by broker {refused}")

@@ -56,6 +56,7 @@ from real_kafka import JmxAuth, KafkaCluster, KafkaNode, NodeOptions
 from real_kafka.connections import Listener, count_connections
 from real_kafka.rolling_upgrade import Finalized, NodeBack, NodeStopped, RollingUpgrade, wait_in_sync
 from tests.support.inventory_command import inventory_command, loopback_env
+from tests.support.own_connections import CLIENT_REFUSED, REFUSED_PRODUCE
 from tests.support.status_page import tables_of
 from tests.support.waiting import eventually
 
@@ -104,8 +105,6 @@ BROKER_FAMILIES = (
     "kafka_broker_finalized_feature_level",
     "kafka_broker_supported_feature_max_level",
 )
-REFUSED_PRODUCE = "UnsupportedVersionException: Received request for api with key 0 (Produce) and unsupported version 2"
-CLIENT_REFUSED = "produce failed: org.apache.kafka.common.errors.NetworkException: The server disconnected"
 _REQUEST_LINE = re.compile(r"^\[([^\]]+)\] \w+ Completed request:(\{.*\}) \(kafka\.request\.logger\)$")
 
 #: What truth() calls a broker JVM's own end of a connection, before it knows the listener.

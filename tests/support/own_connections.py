@@ -30,6 +30,11 @@ from harness.java_program import java_program_args
 from harness.kafka_jars import legacy_clients_classpath
 
 UNKNOWN_PAIR = (UNKNOWN.software_name, UNKNOWN.software_version)
+#: What a 4.0+ broker's server.log says when it refuses a 0.10 producer's Produce v2, and what the producer then says
+#: (a producer that had sent before, of its next send; a new one, of its first, as its bootstrap failing).
+REFUSED_PRODUCE = "UnsupportedVersionException: Received request for api with key 0 (Produce) and unsupported version 2"
+SERVER_DISCONNECTED = "org.apache.kafka.common.errors.NetworkException: The server disconnected"
+CLIENT_REFUSED = f"produce failed: {SERVER_DISCONNECTED}"
 
 
 def legacy_producer(bootstrap: str, topic: str) -> RealClient:
