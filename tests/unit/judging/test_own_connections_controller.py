@@ -290,6 +290,38 @@ def test_a_dedicated_controller_listed_with_the_brokers_is_read_from_its_jmx_alo
     }
 
 
+def test_clients_on_a_dedicated_controllers_listener_are_judged_beyond_the_nodes_own() -> None:
+    # An admin tool given --bootstrap-controller (KIP-919) connects to the controller's listener: Kafka's Java client
+    # at the brokers' own release, so only the count tells it from the nodes' channels; and a client that never
+    # names itself there is as unnamed as on a broker.
+    readings = dedicated_39({})
+    controller = readings["3000"]
+    readings["3000"] = dataclasses.replace(
+        controller,
+        clients=tuple(
+            dataclasses.replace(c, connections=c.connections + (1 if c.software_name == "apache-kafka-java" else 2))
+            for c in controller.clients
+        ),
+    )
+    polled = without_controller_facts(readings)
+    accounts = account([CLUSTER], polled)
+    on_controller = {
+        (o.software_name, o.software_version): o for o in accounts[CLUSTER].by_broker if o.broker == "3000"
+    }
+    named = on_controller[("apache-kafka-java", "3.9.2")]
+    assert (named.listener, named.connections, named.clients_certain, sum(s.connections for s in named.own)) == (
+        "CONTROLLER",
+        7,
+        1,
+        6,
+    )
+    assert not any(o.in_doubt or o.unattributed for o in accounts[CLUSTER].by_listener)
+    rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
+    assert {(r.broker, r.listener, r.software_name): r.violating for r in rows if r.violating} == {
+        ("3000", "CONTROLLER", "unknown"): 2,
+    }
+
+
 def test_a_node_with_a_heartbeat_channel_is_no_dedicated_controller() -> None:
     # A combined node holds both: without DescribeConfigs, which of its listeners is the inter-broker one is not
     # known, so it stays unread (and so does a controller whose gauges name a listener the brokers do not).
