@@ -16,8 +16,10 @@ one-second cycle) polls the cluster under three names, as an operator might conf
    the established connections to each node's listeners, by the process holding the client end): the brokers' own
    connections on each listener are the node JVMs', the clients' are the client processes'; what lands on the
    controllers' listener is the brokers' heartbeats, forwarding, KRaft and the controllers' registration, all placed
-   on the active controller or (KRaft to other voters) on the listener; every node's channels are read. No
-   ``unknown_software`` violation in any scrape, and the status page warns of nothing.
+   on the active controller or (KRaft to other voters) on the listener; every node's channels are read. An admin tool
+   given ``--bootstrap-controller`` holds a connection to the last controller's listener meanwhile, naming itself as
+   Kafka's Java client at the cluster's release, as the nodes' own channels there do: it is counted as a client's.
+   No ``unknown_software`` violation in any scrape, and the status page warns of nothing.
 2. Kafka's Java producer 0.10.1.1 (it sends no ApiVersions), one bootstrapped from each broker: exactly their
    connections violate, per broker and listener, in the listed and the brokers-only views. With the first
    controller and broker 2 dark, the status page names both nodes and why; what is in doubt on the brokers' listener
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import os
 import re
 import subprocess
 import time
@@ -41,6 +44,7 @@ from pathlib import Path
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import UnknownBrokerIdError
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter import __version__ as EXPORTER_VERSION
@@ -50,6 +54,7 @@ from harness.clients import (
 )
 from harness.exporter_process import cluster_entry, running_exporter, write_config
 from harness.ports import free_port
+from harness.raw_client import RawConnection
 from real_kafka import JmxAuth, KafkaCluster, NodeOptions
 from real_kafka.cluster import FIRST_CONTROLLER_ID
 from real_kafka.connections import Listener, count_connections
@@ -138,6 +143,8 @@ class Layout:
     running: contextlib.ExitStack
     legacy: list[RealClient] = field(default_factory=list)
     journal: list[str] = field(default_factory=list)
+    #: Who the test process's own connections are, while it holds one as a client would (``<name>\0<version>``).
+    test_process_as: str | None = None
 
     def note(self, text: str) -> None:
         self.journal.append(f"[{self.release}] {text}")
@@ -165,6 +172,8 @@ class Layout:
         for client in [*self.clients, *self.legacy]:
             owners[client.pid] = f"{client.expected.software_name}\0{client.expected.software_version}"
         owners[self.exporter.pid] = f"kafka-client-exporter\0{EXPORTER_VERSION}"
+        if self.test_process_as is not None:
+            owners[os.getpid()] = self.test_process_as
         found = count_connections(listeners, owners)
         counts = Counter({(who, str(at.broker), at.name): n for (who, at), n in found.counts.items()})
         return Kernel(counts, sum(found.unowned.values()))
@@ -416,7 +425,34 @@ def settle(layout: Layout, views: list[str], check: Callable[[View, Kernel, Serv
     layout.note(f"{what}: {time.monotonic() - began:.1f} s")
 
 
+#: An admin tool given ``--bootstrap-controller`` (KIP-919), Kafka's own at the cluster's release: it names itself as
+#: the nodes' own channels on that listener do, so only their count tells it from them.
+ADMIN_TOOL = "apache-kafka-java"
+
+
+@contextlib.contextmanager
+def admin_tool_on(layout: Layout, node_id: int) -> Iterator[None]:
+    """A connection to the controller ``node_id``'s listener that names itself as ADMIN_TOOL at the cluster's release
+    (ApiVersions v3) and stays open, held by this test's process while the block runs."""
+    port = layout.cluster.node(node_id).ports.controller
+    assert port is not None
+    with RawConnection(port, timeout=10) as connection:
+        request = ApiVersionsRequest(version=3, client_software_name=ADMIN_TOOL, client_software_version=layout.release)
+        frame = connection.request(request, correlation_id=1, client_id="admin-tool")
+        assert ApiVersionsResponse.decode(frame, version=3, header=True, framed=True).error_code == 0
+        layout.test_process_as = f"{ADMIN_TOOL}\0{layout.release}"
+        try:
+            yield
+        finally:
+            layout.test_process_as = None
+
+
 def test_healthy_cluster_named_clients_only(layout: Layout) -> None:
+    with admin_tool_on(layout, int(layout.controllers[-1])):
+        healthy_with_an_admin_tool_on_a_controller(layout)
+
+
+def healthy_with_an_admin_tool_on_a_controller(layout: Layout) -> None:
     scrapes = 0
 
     def healthy(view: View, kernel: Kernel, served: Served) -> list[str]:
