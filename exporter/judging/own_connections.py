@@ -171,7 +171,7 @@ def _unnamed_unknown_channels(release: str | None) -> int:
         if channel.destination_tag is None
         and not channel.to_active_controller
         and channel.towards is Towards.INTER_BROKER
-        and (release is None or channel.appears_as(release) == UNKNOWN_SOFTWARE)
+        and (release is None or (channel.exists_in(release) and channel.appears_as(release) == UNKNOWN_SOFTWARE))
     )
 
 

@@ -52,6 +52,16 @@ class BrokerChannel:
     #: The KRaft quorum's channel: a node other than the leader holds one connection to the leader (observers fetch
     #: from it, followers too) and may hold others to voters (votes, a former leader); the leader's go to voters.
     quorum: bool = False
+    #: The first release that has the channel at all; None: every release the exporter knows of. What an unread
+    #: broker may hold is reckoned from the channels its release has: one it cannot have would hide a client.
+    exists_from: str | None = None
+
+    def exists_in(self, holder_version: str) -> bool:
+        """Whether a broker of ``holder_version`` can hold this channel (True when either version is unreadable)."""
+        if self.exists_from is None:
+            return True
+        holder, first = parse_version(holder_version), parse_version(self.exists_from)
+        return holder is None or first is None or holder >= first
 
     def appears_as(self, holder_version: str) -> tuple[str, str]:
         """The (software name, version) the destination's gauges count this channel's connections under."""
@@ -81,13 +91,15 @@ CHANNELS: tuple[BrokerChannel, ...] = (
         names_itself_from="4.2.1",
         client_id=r"broker-\d+-txn-marker-sender",
     ),
-    # From 3.6.0; it sends ApiVersions from 3.7.1 on (047cbe7a2db on the 3.7 branch), in both modes.
+    # From 3.6.0 (KIP-890's verification); it sends ApiVersions from 3.7.1 on (047cbe7a2db on the 3.7 branch), in both
+    # modes.
     BrokerChannel(
         "AddPartitionsManager-channel",
         "AddPartitionsToTxn verification",
         Towards.INTER_BROKER,
         names_itself_from="3.7.1",
         client_id=r"AddPartitionsManager-client--?\d+",
+        exists_from="3.6.0",
     ),
     BrokerChannel("Persister-channel", "share-group state persister", Towards.INTER_BROKER),
     BrokerChannel("NetworkPartitionMetadataClient-channel", "share-group partition offsets", Towards.INTER_BROKER),

@@ -746,11 +746,6 @@ def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
     `unknown` ones are unverified, never a violation. It cannot say which of them are node 3's and which the
     producer's, so the producer's connections up to that bound may be unverified rather than violating."""
     full_story(story)
-    if story.zookeeper:
-        # Its lower bound (what must still violate) failed 2 runs in 4 on zk-2.8.2 under the suite's load, the
-        # exporter holding more in doubt than this test's model of it; not understood yet. The account with an unread
-        # ZooKeeper-mode broker is checked on the counts real clusters showed in tests/unit/judging.
-        pytest.skip("chapter 4 runs on KRaft only until its ZooKeeper-mode lower bound is understood")
     brokers = brokers_of(story)
     read = [b for b in brokers if b != str(UNREAD)]
     config = story.directory / "exporter-unread.yaml"

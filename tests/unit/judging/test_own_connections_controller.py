@@ -455,3 +455,29 @@ def test_an_idle_channel_still_on_a_former_controller_is_left_unplaced_not_lost(
     # Every connection is the nodes' own; which of node 3's controller-bound ones is the stale one, nothing says.
     assert controller.own_total == controller.connections == 16
     assert controller.unattributed == controller.in_doubt == 0
+
+
+def test_an_unread_2_8_broker_is_reckoned_without_the_channels_its_release_lacks() -> None:
+    # zk-2.8.2 on real brokers (test_own_connections_real.py, chapter 4): node 3, the controller, unread. Towards each
+    # broker it may hold its replica fetcher, its transaction markers, its controller channel and its
+    # controlled-shutdown connection: 4, never the AddPartitionsToTxn channel that 3.6 brought. Broker 2's `unknown`
+    # beyond node 1's fetcher and those 4 is an unnamed client's for certain. Counting the channel 2.8 lacks held it in
+    # doubt (2 runs in 4 of that chapter, when node 3 held its 4 there).
+    def broker(peer: str, unnamed: int) -> JmxReading:
+        return jmx("2.8.2", [("PLAINTEXT", *UNKNOWN, 1 + 4 + unnamed)], [("replica-fetcher", peer, 1)])
+
+    readings: dict[str, JmxReading | None] = {"1": broker("2", 0), "2": broker("1", 1), "3": None}
+    readings = {b: r if r is None else dataclasses.replace(r, active_controller=False) for b, r in readings.items()}
+    polled = cycle(
+        readings, lambda _: BrokerFacts("127.0.0.1", 3, (3,), (), (), (), 0, "2.8.0", listeners=ZK_LISTENERS)
+    )
+    accounts = account([CLUSTER], polled)
+    rows = ClientJudge(load_policy(None), 100).judge(polled, accounts)
+    assert {(r.broker, r.software_name): r.violating for r in rows if r.violating} == {("2", "unknown"): 1}
+    # The rest may be node 3's: in doubt, never a violation.
+    assert {o.listener: o.in_doubt for o in accounts[CLUSTER].by_listener if o.in_doubt} == {"PLAINTEXT": 8}
+    # A 3.6 broker may hold that channel too, unnamed until 3.7.1: one more in doubt towards each broker.
+    facts_36 = BrokerFacts("127.0.0.1", 3, (3,), (), (), (), 0, "3.6.0", listeners=ZK_LISTENERS)
+    polled = cycle(readings, lambda _: facts_36)
+    rows = ClientJudge(load_policy(None), 100).judge(polled, account([CLUSTER], polled))
+    assert not any(r.violating for r in rows)
