@@ -129,6 +129,9 @@ def scrape(base: str, cluster: str) -> Served:
         for sample in family.samples
     ]
     single = {name: value for name, labels, value in samples if not labels}
+    if "kafka_client_exporter_cycle_duration_seconds" not in single:
+        # An OSError, as a server not listening yet is: the waits ask again (before, a chapter run alone failed here).
+        raise ConnectionError(f"{base}: the exporter has published no cycle yet")
     duration = single["kafka_client_exporter_cycle_duration_seconds"]
     started = single["kafka_client_exporter_snapshot_timestamp_seconds"] - duration
     mine = [(name, labels, value) for name, labels, value in samples if labels.get("kafka_cluster") == cluster]
