@@ -16,10 +16,10 @@ one-second cycle) polls the cluster under three names, as an operator might conf
    the established connections to each node's listeners, by the process holding the client end): the brokers' own
    connections on each listener are the node JVMs', the clients' are the client processes'; what lands on the
    controllers' listener is the brokers' heartbeats, forwarding, KRaft and the controllers' registration, all placed
-   on the active controller or (KRaft to other voters) on the listener; every node's channels are read. An admin tool
-   given ``--bootstrap-controller`` holds a connection to the last controller's listener meanwhile, naming itself as
-   Kafka's Java client at the cluster's release, as the nodes' own channels there do: it is counted as a client's.
-   No ``unknown_software`` violation in any scrape, and the status page warns of nothing.
+   on the active controller or (KRaft to other voters) on the listener; every node's channels are read. No
+   ``unknown_software`` violation in any scrape, and the status page warns of nothing. Then an admin tool given
+   ``--bootstrap-controller`` connects to the last controller's listener, naming itself as Kafka's Java client at the
+   cluster's release, as the nodes' own channels there do: it is counted as a client's.
 2. Kafka's Java producer 0.10.1.1 (it sends no ApiVersions), one bootstrapped from each broker: exactly their
    connections violate, per broker and listener, in the listed and the brokers-only views. With the first
    controller and broker 2 dark, the status page names both nodes and why; what is in doubt on the brokers' listener
@@ -448,11 +448,6 @@ def admin_tool_on(layout: Layout, node_id: int) -> Iterator[None]:
 
 
 def test_healthy_cluster_named_clients_only(layout: Layout) -> None:
-    with admin_tool_on(layout, int(layout.controllers[-1])):
-        healthy_with_an_admin_tool_on_a_controller(layout)
-
-
-def healthy_with_an_admin_tool_on_a_controller(layout: Layout) -> None:
     scrapes = 0
 
     def healthy(view: View, kernel: Kernel, served: Served) -> list[str]:
@@ -491,6 +486,12 @@ def healthy_with_an_admin_tool_on_a_controller(layout: Layout) -> None:
         return problems
 
     until(judged_where_connected, 30, "the controllers' listener judged where connected")
+
+    # An admin tool on the last controller's listener is a client's connection, counted as such beside the nodes'
+    # own. Where the nodes' KRaft connections to that voter are placed on the listener only (4.4.0's followers), the
+    # account cannot say which controller holds the tool's, and the status page says so: only the account is checked.
+    with admin_tool_on(layout, int(layout.controllers[-1])):
+        settle(layout, [LISTED], lambda v, k, s: account(layout, v, k, s), "an admin tool on a controller, a client's")
 
 
 def test_unnamed_producer_violates_exactly(layout: Layout) -> None:
