@@ -8,18 +8,18 @@ transaction markers: a broker's own traffic must not look like a client that doe
 reads each broker's own channels in the same JMX read as its gauges, and judges only what is certainly a client's.
 
 For each release, 3.9.2 and then 4.4.0 in KRaft mode, then 2.8.2, 3.3.2, 3.7.2 and 3.9.2 in ZooKeeper mode (one cluster
-at a time), a story in four chapters on a three-node cluster of its own (KRaft: combined nodes; ZooKeeper: brokers
-beside a ZooKeeper of their release, the controller one of them, whose channel to every broker, itself included, is
-`unknown` there, and the channels to it land on its inter-broker listener), every listener on 127.0.0.1, JMX with a
-password, and ``num.replica.fetchers=2`` on node 2 only. Topic ``demo`` has six partitions, replicated three times,
-placed by hand so that each broker leads two consecutive ones: Kafka picks a partition's fetcher thread as ``abs(31 *
-topic.hashCode() + partition) % num.replica.fetchers`` (AbstractFetcherManager.getFetcherId), so two consecutive
-partitions never share a thread and node 2 fetches from each other leader with both of its threads. Only clients that
-name themselves at first: two kcat producers with chosen software names, and kafka-python in threads of this process (a
-transactional producer committing a transaction over every partition twice a second, so the transaction coordinator's
-marker channel reaches every leader, and a consumer group reading committed records); on 4.4.0 also a share group
-(KIP-932) of Kafka's Java KafkaShareConsumer 4.3.0. Then ``kafka-client-exporter serve`` (a one-second cycle) and a real
-Prometheus with the shipped rules, evaluated every second.
+at a time), a story in four chapters (five in ZooKeeper mode) on a three-node cluster of its own (KRaft: combined nodes;
+ZooKeeper: brokers beside a ZooKeeper of their release, the controller one of them, whose channel to every broker,
+itself included, is `unknown` there, and the channels to it land on its inter-broker listener), every listener on
+127.0.0.1, JMX with a password, and ``num.replica.fetchers=2`` on node 2 only. Topic ``demo`` has six partitions,
+replicated three times, placed by hand so that each broker leads two consecutive ones: Kafka picks a partition's fetcher
+thread as ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers`` (AbstractFetcherManager.getFetcherId), so
+two consecutive partitions never share a thread and node 2 fetches from each other leader with both of its threads. Only
+clients that name themselves at first: two kcat producers with chosen software names, and kafka-python in threads of
+this process (a transactional producer committing a transaction over every partition twice a second, so the transaction
+coordinator's marker channel reaches every leader, and a consumer group reading committed records); on 4.4.0 also a
+share group (KIP-932) of Kafka's Java KafkaShareConsumer 4.3.0. Then ``kafka-client-exporter serve`` (a one-second
+cycle) and a real Prometheus with the shipped rules, evaluated every second.
 
 1. Healthy: the exporter's account agrees with the kernel's table of established connections, counted by the
    process holding each client end (``real_kafka.connections``): the brokers' JVMs' connections per listener are
@@ -39,6 +39,9 @@ Prometheus with the shipped rules, evaluated every second.
    a port where nothing listens): node 3's channels are not read, what its fetchers may hold on the others is served
    as unverified rather than as a violation, and the legacy producer's connections beyond what node 3 could hold
    still violate.
+5. ZooKeeper mode: node 3 shuts down while a partition's only in-sync replica is itself, so its controlled shutdown
+   stays open while it asks the controller again and again: the connection, which sends no ApiVersions, is served as
+   node 3's own channel, placed on the controller, and the account matches the kernel throughout.
 """
 
 from __future__ import annotations
@@ -89,9 +92,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.real_kafka, pytest.mark.timeout(600)
 #: (release, ZooKeeper mode): the KRaft releases, then every ZooKeeper-mode release the launcher runs (issue 45).
 LAYOUTS = (*((release, False) for release in KRAFT_RELEASES), *((release, True) for release in ZOOKEEPER_RELEASES))
 #: The ZooKeeper-mode releases whose story goes on past chapter 2 (a restart that moves the controller, an unread
-#: broker): the oldest and the newest. What those chapters check is the same code for every release; what differs
-#: between releases is which channels the brokers hold and how they name themselves, which chapters 1 and 2 check on
-#: each. The suite's budget does not hold two more full stories.
+#: broker, a controlled shutdown held open): the oldest and the newest. What those chapters check is the same code for
+#: every release; what differs between releases is which channels the brokers hold and how they name themselves, which
+#: chapters 1 and 2 check on each. The suite's budget does not hold two more full stories.
 FULL_ZOOKEEPER_STORIES = (ZOOKEEPER_RELEASES[0], ZOOKEEPER_RELEASES[-1])
 RULES = REPO_ROOT / "alerts" / "kafka-client-exporter.rules.yaml"
 JMX = JmxAuth("monitor", "own-Secret-37")
@@ -111,6 +114,15 @@ BROKER_PROPERTIES = {
     "auto.create.topics.enable": "false",
 }
 NODE_PROPERTIES = {TWO_FETCHERS: {"num.replica.fetchers": "2"}}
+#: Chapter 5 (ZooKeeper mode): the node shut down while its controlled shutdown cannot move a leadership. It tries
+#: three times (the default controlled.shutdown.max.retries) and waits a third of this after each attempt, so its
+#: connection to the controller stays open about this long. Its own setting only: the others' shutdowns, at the
+#: story's end, keep Kafka's default.
+SHUT_DOWN = 3
+SHUTDOWN_HELD = 60
+SHUT_DOWN_PROPERTIES = {"controlled.shutdown.retry.backoff.ms": str(SHUTDOWN_HELD * 1000 // 3)}
+HELD_TOPIC = "held"
+NEVER_A_BROKER = 99
 KAFKA_PYTHON = ("kafka-python", package_version("kafka-python"))
 
 #: The channels a broker holds towards other brokers' inter-broker listener, and towards the controllers' listener
@@ -486,8 +498,9 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     release, zookeeper = request.param
     directory = tmp_path_factory.mktemp(f"own-connections-{'zk-' if zookeeper else ''}{release}")
     options = NodeOptions(jmx_auth=JMX, extra_properties=BROKER_PROPERTIES)
+    node_properties = NODE_PROPERTIES | ({SHUT_DOWN: SHUT_DOWN_PROPERTIES} if zookeeper else {})
     cluster = KafkaCluster(
-        directory / "kafka", release, nodes=3, options=options, node_properties=NODE_PROPERTIES, zookeeper=zookeeper
+        directory / "kafka", release, nodes=3, options=options, node_properties=node_properties, zookeeper=zookeeper
     )
     began = time.monotonic()
     with contextlib.ExitStack() as running:
@@ -693,7 +706,7 @@ def zookeeper_controller(story: Story) -> str:
 
 def full_story(story: Story) -> None:
     if story.zookeeper and story.release not in FULL_ZOOKEEPER_STORIES:
-        pytest.skip(f"chapters 3 and 4 run on ZooKeeper-mode {' and '.join(FULL_ZOOKEEPER_STORIES)} (see LAYOUTS)")
+        pytest.skip(f"chapters 3 to 5 run on ZooKeeper-mode {' and '.join(FULL_ZOOKEEPER_STORIES)} (see LAYOUTS)")
 
 
 def test_leadership_moved_account_recovers(story: Story) -> None:
@@ -868,3 +881,61 @@ def test_unread_broker_is_in_doubt_not_a_violation(story: Story) -> None:
 
         until(in_doubt, 60, f"node {UNREAD}'s channels unread, in doubt and no false alarm")
     story.note(f"node {UNREAD} unread: {seen}")
+
+
+def test_controlled_shutdown_channel_is_the_brokers_own(story: Story) -> None:
+    """ZooKeeper mode only: a broker shutting down asks the controller, over a connection that sends no ApiVersions,
+    to move its leaderships away (KafkaServer.controlledShutdown, docs/kafka-facts/brokers-own-connections.md). The
+    connection lives only while the shutdown runs, so the chapter holds it open as a cluster does when a partition's
+    only in-sync replica is the broker going away: partition ``held`` is placed on that broker and on broker 99, which
+    never existed (ZooKeeper mode does not check a new topic's brokers, ZkAdminManager.createTopics), so its ISR is the
+    broker alone, the controller answers every attempt with that partition remaining, and the broker asks again after
+    ``controlled.shutdown.retry.backoff.ms`` (SHUT_DOWN_PROPERTIES), ``controlled.shutdown.max.retries`` (3) times.
+    While it waits, the account must hold with the channel in it: served as the shutting-down broker's own, placed on
+    the controller, and never a violation there."""
+    if not story.zookeeper:
+        pytest.skip("KRaft brokers shut down through their heartbeats to the controller, checked in chapter 1")
+    full_story(story)
+    brokers = brokers_of(story)
+    # When node 3 is the controller itself, it asks itself, over a connection to its own listener.
+    controller = zookeeper_controller(story)
+    leaving = str(SHUT_DOWN)
+    admin = KafkaAdminClient(bootstrap_servers=story.cluster.bootstrap(), client_id="own-connections-setup")
+    try:
+        admin.create_topics([NewTopic(HELD_TOPIC, -1, -1, replica_assignments={0: [int(leaving), NEVER_A_BROKER]})])
+
+        def led_by_leaving() -> bool:
+            (described,) = admin.describe_topics([HELD_TOPIC])
+            partitions = described.get("partitions") or []
+            return any(p["leader_id"] == int(leaving) for p in partitions)
+
+        eventually(led_by_leaving, 60, f"partition {HELD_TOPIC}-0 led by broker {leaving}")
+    finally:
+        admin.close()
+    node = story.cluster.node(int(leaving))
+    began = time.monotonic()
+    node.terminate()
+    settling = Settling()
+    channel = "kafka-server-controlled-shutdown"
+
+    def held_open() -> list[str]:
+        if not node.running:
+            return [f"broker {leaving} exited before the account matched (its controlled shutdown gave up)"]
+        kernel, served = story.steady()
+        problems = accounting(kernel, served, brokers, story.landings)
+        if served.outbound()[(leaving, channel, "")] != 1:
+            problems.append(f"broker {leaving}'s {channel} channel: {dict(served.outbound())}")
+        placed = {b: n for (b, _, _, _, ch), n in served.inter_broker().items() if ch == channel}
+        if placed != {controller: 1}:
+            problems.append(f"{channel} placed {placed}, the controller is broker {controller}")
+        return settling.see(kernel, problems)
+
+    try:
+        until(held_open, SHUTDOWN_HELD - 10, f"broker {leaving}'s controlled shutdown in the account")
+        story.note(
+            f"broker {leaving}'s controlled shutdown to controller {controller} accounted "
+            f"{settling.matched - began if settling.matched else 0:.1f} s after SIGTERM"
+        )
+    finally:
+        # Its shutdown would give up after the last attempt and go on uncleanly; nothing is left to see.
+        node.kill()
