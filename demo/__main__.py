@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from demo.common import Interrupted, RunningDemo, port_free
+from demo.common import Interrupted, RunningDemo, port_free, say_line
 from demo.scenario import running_demo
 from harness.ports import free_port
 
@@ -96,40 +96,42 @@ def main(argv: list[str] | None = None) -> int:
             while not stop.is_set() and demo.exporter.poll() is None:
                 stop.wait(0.5)
     except Interrupted:
-        print("demo: interrupted while starting; everything it had started is stopped")
+        say_line("demo: interrupted while starting; everything it had started is stopped")
         return 130
-    print("demo: stopped")
+    say_line("demo: stopped")
     return 0
 
 
 def _summary(demo: RunningDemo, data_dir: Path, started_at: float) -> None:
-    print()
+    say_line("")
     for line in demo.brokers:
-        print(line)
-    print(f"demo: the exporter is live at {demo.exporter_url}/ (metrics at /metrics, JSON at /api/clients)")
-    print(f"demo: try  curl -s {demo.exporter_url}/metrics | grep ^kafka_client_connections")
+        say_line(line)
+    say_line(f"demo: the exporter is live at {demo.exporter_url}/ (metrics at /metrics, JSON at /api/clients)")
+    say_line(f"demo: try  curl -s {demo.exporter_url}/metrics | grep ^kafka_client_connections")
     if demo.alerting:
-        print(
+        say_line(
             f"demo: Prometheus at {demo.alerting.prometheus_url}/alerts with the shipped rules: within a minute the "
             "client-version and upgrade-blocker alerts are pending, a minute later firing, and Alertmanager's "
             "messages about them are printed here"
         )
         for note in demo.alerting.notes:
-            print(note)
+            say_line(note)
     if demo.inventory:
-        print(
+        say_line(
             "demo: the inventory job (Spark, about half a minute) is reading the brokers' request logs; then "
             "clientIds, principals and hosts show under each version on / and as kafka_client_identity_info "
             f"(log: {demo.inventory.log_file})"
         )
     if demo.late_client is not None and demo.inventory:
-        print(
+        say_line(
             f"demo: once it has run, one more client ({demo.late_client.kind.value}, clientId "
             f"{demo.late_client.client_id}) connects: live, but not in the inventory until the job's next run"
         )
     for note in demo.notes:
-        print(note)
-    print(f"demo: started in {time.time() - started_at:.1f} s; files in {data_dir}; press Ctrl-C to stop everything\n")
+        say_line(note)
+    say_line(
+        f"demo: started in {time.time() - started_at:.1f} s; files in {data_dir}; press Ctrl-C to stop everything\n"
+    )
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ __all__ = [
     "interruptible",
     "port_free",
     "running_alerting",
+    "say_line",
     "wait_exporter_ready",
 ]
 
@@ -69,6 +70,16 @@ LEGACY_CLIENT_ID = "legacy-billing-producer"
 JMX_USER = "monitor"
 
 T = TypeVar("T")
+
+_OUTPUT = threading.Lock()
+
+
+def say_line(text: str) -> None:
+    """Print ``text`` and its newline in one write: the demo's threads (the roll, the inventory job, Alertmanager's
+    messages, which arrive side by side) each say whole lines, never one run into another's."""
+    with _OUTPUT:
+        sys.stdout.write(f"{text}\n")
+        sys.stdout.flush()
 
 
 class Interrupted(Exception):
@@ -431,10 +442,9 @@ class MessagePrinter:
                 return
             self._last[group] = text
         channel = notification.body.get("channel", "")
-        lines = [line for line in text.splitlines() if line.strip()]
-        self._say(f"demo: Alertmanager -> {notification.receiver} (Slack {channel}): {title}")
-        for line in lines:
-            self._say(f"        {line}")
+        lines = [f"        {line}" for line in text.splitlines() if line.strip()]
+        # One say for the whole message: Alertmanager sends a group's messages side by side.
+        self._say("\n".join([f"demo: Alertmanager -> {notification.receiver} (Slack {channel}): {title}", *lines]))
 
 
 @contextlib.contextmanager
@@ -446,7 +456,7 @@ def running_alerting(
     prometheus_port: int | None = None,
     alertmanager_port: int | None = None,
     skew: bool = True,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = say_line,
     wait: str = DEMO_FOR,
     timings: Mapping[str, str] = DEMO_TIMINGS,
 ) -> Iterator[Alerting]:

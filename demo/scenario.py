@@ -74,6 +74,7 @@ from demo.common import (
     interruptible,
     node_line,
     running_alerting,
+    say_line,
     wait_exporter_ready,
 )
 from demo.migration import DemoMigration, MigratingCluster
@@ -307,7 +308,7 @@ def running_demo(
     alert_wait: str = DEMO_FOR,
     alert_timings: Mapping[str, str] = DEMO_TIMINGS,
     interval_seconds: int = 5,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = say_line,
     stop: threading.Event | None = None,
     started_at: float | None = None,
     rolling_upgrade: bool = False,
