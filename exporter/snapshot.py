@@ -5,7 +5,7 @@ Nothing here knows about Prometheus or about how a value was fetched.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
@@ -369,6 +369,15 @@ class SourceResult:
         """The reading of `kind` even of a failed poll: a source that keeps its last good data (the inventory)
         hands it over with its error, so `up` says 0 while the data stays, marked by its age."""
         return self.reading if isinstance(self.reading, kind) else None
+
+
+def inventories(results: Iterable[SourceResult]) -> dict[str, InventoryReading]:
+    """Each cluster's inventory: this cycle's, or the last good one its source kept through a failure."""
+    return {
+        result.key.cluster: reading
+        for result in results
+        if (reading := result.kept_reading_of(InventoryReading)) is not None
+    }
 
 
 @dataclass(frozen=True, slots=True)

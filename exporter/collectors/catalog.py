@@ -169,6 +169,16 @@ IDENTITY_INFO = Family(
     "kafka_client_connections), the most active first, at most inventory.max_identity_series per cluster.",
     _IDENTITY,
 )
+UPGRADE_BLOCKER_INFO = Family(
+    "kafka_client_upgrade_blocker_info",
+    Kind.GAUGE,
+    "Who sent a request version that target_release no longer serves, as the inventory job saw it in the "
+    "brokers' request logs (its upgrade_impact table); always 1. One series per identity of "
+    "kafka_client_identity_info that sent it, for each request version kafka_client_upgrade_blocking_requests_total "
+    "counts now: everyone running a version is not everyone sending the request (unknown gathers every client that "
+    "names no software).",
+    (*_PAIR, "request", "version", "target_release", "client_id", "principal", "source_host", "listener"),
+)
 IDENTITY_SERIES_DROPPED = Family(
     "kafka_client_exporter_identity_series_dropped",
     Kind.GAUGE,
@@ -323,6 +333,7 @@ CATALOG: tuple[Family, ...] = (
     UNVERIFIED_CONNECTIONS,
     BROKER_CHANNELS_READ,
     IDENTITY_INFO,
+    UPGRADE_BLOCKER_INFO,
     IDENTITY_SERIES_DROPPED,
     INVENTORY_TIMESTAMP,
     BROKER_RELEASE_INFO,

@@ -11,19 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from exporter.kafka_releases.broker_channels import is_broker_channel_client_id
-from exporter.snapshot import ClientIdentity, InventoryReading, JudgedClient, LivePairIdentities, SourceResult
-from exporter.sources.base import SourceName
-
-
-def _inventories(results: Iterable[SourceResult]) -> dict[str, InventoryReading]:
-    """Each cluster's inventory: this cycle's, or the last good one its source kept through a failure."""
-    found: dict[str, InventoryReading] = {}
-    for result in results:
-        if result.key.source == SourceName.INVENTORY:
-            reading = result.kept_reading_of(InventoryReading)
-            if reading is not None:
-                found[result.key.cluster] = reading
-    return found
+from exporter.snapshot import ClientIdentity, JudgedClient, LivePairIdentities, SourceResult, inventories
 
 
 def _clients(identities: tuple[ClientIdentity, ...]) -> tuple[ClientIdentity, ...]:
@@ -35,15 +23,15 @@ def join_identities(
 ) -> tuple[tuple[LivePairIdentities, ...], dict[str, int]]:
     """The live pairs of every cluster with an inventory, with their identities, most connections first; and per
     such cluster how many identities the series limit (`max_series`, per cluster) left out."""
-    inventories = _inventories(results)
+    found_inventories = inventories(results)
     live: dict[tuple[str, str, str, str], int] = {}
     for row in clients:
-        if row.cluster in inventories and row.connections > 0:
+        if row.cluster in found_inventories and row.connections > 0:
             key = (row.cluster, row.software_name, row.software_version, row.real_software_version)
             live[key] = live.get(key, 0) + row.connections
     pairs: list[LivePairIdentities] = []
     dropped: dict[str, int] = {}
-    for cluster, inventory in sorted(inventories.items()):
+    for cluster, inventory in sorted(found_inventories.items()):
         keys = sorted((k for k in live if k[0] == cluster), key=lambda k: (-live[k], k))
         found = [_clients(inventory.identities.get((name, real), ())) for _, name, _, real in keys]
         # The most active identities of the cluster become series; sorting is stable and each pair's identities

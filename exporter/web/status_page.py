@@ -31,6 +31,7 @@ from exporter.snapshot import (
     ListenerOwn,
     Snapshot,
     SourceResult,
+    inventories,
 )
 from exporter.sources.base import GAUGE_SOURCES, SourceName
 from exporter.templating import template_environment
@@ -184,14 +185,7 @@ def _blockers(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> 
         blocker.count += row.count
         blocker.brokers.add(row.broker)
     who = {(line.software_name, line.software_version): line.identities for line in lines}
-    reading = next(
-        (
-            r.kept_reading_of(InventoryReading)
-            for r in snapshot.results
-            if r.key.cluster == cluster and r.key.source == SourceName.INVENTORY
-        ),
-        None,
-    )
+    reading = inventories(snapshot.results).get(cluster)
     senders = reading.blocking_senders if reading is not None else {}
     for blocker in found.values():
         pair = (blocker.software_name, blocker.software_version)

@@ -7,6 +7,7 @@ with its error count, and an inventory whose identities meet the series limit.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from exporter.judging.identities import join_identities
@@ -24,6 +25,7 @@ from exporter.snapshot import (
     ClientMetricsReading,
     DeprecatedRequests,
     FeatureRange,
+    IdentityKey,
     InventoryReading,
     JmxReading,
     JudgedClient,
@@ -73,7 +75,10 @@ def identity(client_id: str | None, name: str, version: str, requests: int, host
     )
 
 
-def inventory(*identities: ClientIdentity) -> InventoryReading:
+def inventory(
+    *identities: ClientIdentity,
+    blocking_senders: Mapping[tuple[str, str, str, str], frozenset[IdentityKey]] | None = None,
+) -> InventoryReading:
     per_pair: dict[tuple[str, str], tuple[ClientIdentity, ...]] = {}
     for one in sorted(identities, key=lambda i: -i.requests):
         pair = (one.software_name, one.software_version)
@@ -89,6 +94,7 @@ def inventory(*identities: ClientIdentity) -> InventoryReading:
         identity_counts={pair: len(found) for pair, found in per_pair.items()},
         rows=len(identities),
         not_loaded=0,
+        blocking_senders=blocking_senders or {},
     )
 
 
@@ -143,6 +149,15 @@ def rich_snapshot() -> Snapshot:
                 identity('billing "ledger",v2', "librdkafka", "1.5.0", 900, host="2001:db8::7"),
                 identity("orders", "apache-kafka-java", "3.7.0", 50),
                 identity("gone", "apache-kafka-java", "2.0.0", 5000),  # in the logs, not connected now
+                # Two clients that name no software; only the first sent the Produce v1 the broker's meter counts,
+                # which 4.0 no longer serves.
+                identity("legacy-billing", "unknown", "unknown", 950, host="10.0.0.9"),
+                identity("kafkajs-app", "unknown", "unknown", 920, host="10.0.0.8"),
+                blocking_senders={
+                    ("unknown", "unknown", "Produce", "1"): frozenset(
+                        {("legacy-billing", "User:CN=app", "10.0.0.9", "PLAINTEXT")}
+                    )
+                },
             ),
         ),
     )
@@ -163,8 +178,8 @@ def rich_snapshot() -> Snapshot:
     own_unknown = ListenerOwn(
         "prod", "PLAINTEXT", "unknown", "unknown", 5, 2, (ChannelShare("txn-marker-channel", "1", 1),), 1, 1, ("2",)
     )
-    # A limit of one series: the more active identity is exported, the other counted.
-    identities, dropped = join_identities(results, clients, {"prod": 1})
+    # A limit of three series: the most active identities are exported, the other counted.
+    identities, dropped = join_identities(results, clients, {"prod": 3})
     return Snapshot(
         sequence=7,
         taken_at=1001.5,

@@ -279,8 +279,11 @@ def test_a_failed_inventory_read_shows_the_reason_and_the_last_good_run() -> Non
 def test_upgrade_blockers_are_listed_with_who_runs_them() -> None:
     from dataclasses import replace
 
-    from exporter.snapshot import BlockingRequests
-    from tests.unit.collectors.rich_snapshot import rich_snapshot
+    from exporter.snapshot import BlockingRequests, InventoryReading
+    from tests.unit.collectors.rich_snapshot import PROD_INVENTORY, rich_snapshot
+
+    def inventory_of(snapshot: Snapshot) -> InventoryReading:
+        return next(r.reading for r in snapshot.results if isinstance(r.reading, InventoryReading))
 
     rich = rich_snapshot()
     live = [BlockingRequests("prod", broker, "Fetch", "3", "librdkafka", "1.5.0", 5, "4.0.0") for broker in "21"]
@@ -289,11 +292,17 @@ def test_upgrade_blockers_are_listed_with_who_runs_them() -> None:
     assert [(r["software"], r["version"], r["request"], r["requests"], r["brokers"], r["run-by"]) for r in rows] == [
         # Both brokers' counts summed; the version is connected and its clients are in the inventory.
         ("librdkafka", "1.5.0", "Fetch v3", "10", "1, 2", 'billing "ledger",v2 on 2001:db8::7'),
-        # Counted by a broker; what is connected as unknown now is the brokers' own channels, which the inventory
-        # does not name: nobody to name.
-        ("unknown", "unknown", "Produce v1", "7", "1", "not in the inventory"),
+        # Counted by a broker; of the two clients in the inventory that name no software, the one the job saw
+        # sending it.
+        ("unknown", "unknown", "Produce v1", "7", "1", "legacy-billing on 10.0.0.9"),
     ]
     assert {r["target"] for r in rows} == {"4.0.0"}
+    # A publication without senders (a job older than its upgrade_impact table) names everyone running the version.
+    older = replace(inventory_of(rich), blocking_senders={})
+    results = tuple(replace(r, reading=older) if r.key == PROD_INVENTORY else r for r in rich.results)
+    rows = tables_of(render_status_page(replace(rich, results=results), NOW))["blockers-prod"]
+    assert rows[-1]["request"] == "Produce v1", rows
+    assert rows[-1]["run-by"] == "legacy-billing on 10.0.0.9, kafkajs-app on 10.0.0.8", rows
     # Without any blocking request there is no section.
     assert "blockers-prod" not in tables_of(render_status_page(replace(rich, blocking_requests=()), NOW))
 
