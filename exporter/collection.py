@@ -15,6 +15,7 @@ from collections.abc import Callable
 from exporter.config.settings import Settings
 from exporter.judging.clients import ClientJudge
 from exporter.judging.identities import join_identities
+from exporter.judging.not_named_yet import NotNamedYet
 from exporter.judging.own_connections import account
 from exporter.judging.upgrade import UpgradeJudge
 from exporter.policy import Policy, load_policy
@@ -50,6 +51,7 @@ class CollectionLoop:
         self._count_failed_cycle = count_failed_cycle
         policy = policy if policy is not None else load_policy(settings.policy_file)
         self._judge = ClientJudge(policy, settings.collection.max_versions_per_cluster)
+        self._not_named_yet = NotNamedYet()
         self._upgrade_judge = UpgradeJudge(settings.policy.target_release)
         self._max_identity_series = {
             cluster.name: cluster.inventory.max_identity_series
@@ -140,7 +142,7 @@ class CollectionLoop:
         self._forget_gone({r.key for r in results})
         self._sequence += 1
         clusters = tuple(c.name for c in self._settings.clusters)
-        accounts = account(clusters, results)
+        accounts = self._not_named_yet.hold(results, account(clusters, results))
         clients = self._judge.judge(results, accounts)
         identities, identity_series_dropped = join_identities(results, clients, self._max_identity_series)
         return Snapshot(

@@ -229,7 +229,8 @@ class ListenerOwn:
     gauges count them; the clients' connections that are certain but cannot be placed on one broker
     (`unattributed`); those that may as well be the brokers' own as clients' (`in_doubt`): channels of brokers whose
     own channels could not be read (those brokers in `unread`), or channels without a named destination that may have
-    gone to brokers whose gauges were not read."""
+    gone to brokers whose gauges were not read, or clients' connections too new to have named themselves
+    (`not_named_yet`)."""
 
     cluster: str
     listener: str
@@ -244,6 +245,9 @@ class ListenerOwn:
     # The KRaft controllers whose migration connections to ZooKeeper-mode brokers, counted by no MBean, may be among
     # those in doubt.
     uncounted_from: tuple[str, ...] = ()
+    # Of those in doubt, the `unknown` connections accepted since the last cycle that may not have sent their
+    # ApiVersions yet (judging/not_named_yet.py): judged next cycle if they stay.
+    not_named_yet: int = 0
 
     @property
     def own_total(self) -> int:

@@ -33,10 +33,12 @@ The document::
             by_broker      destination broker -> connections counted on it, where Kafka names the destination
                            (replica fetchers); null where it names none: counted per cluster and listener only
           unattributed_connections  clients' for certain, but no one broker can be named for them
-          unverified_connections    may be the channels of the `unread_brokers`
+          unverified_connections    may be the channels of the `unread_brokers`, or `not_named_yet`
           unread_brokers   the brokers whose own channels could not be read, when some connections are in doubt
           uncounted_from   the KRaft controllers whose migration connections to ZooKeeper-mode brokers (counted in
                            no MBean) may be among those in doubt
+          not_named_yet    of those in doubt, `unknown` connections accepted since the last cycle, which may not
+                           have sent their ApiVersions yet (judged the next cycle if they stay unnamed)
 """
 
 from __future__ import annotations
@@ -145,6 +147,7 @@ def _brokers_own(snapshot: Snapshot, cluster: str) -> dict[str, Any]:
                 "unverified_connections": on_listener.in_doubt,
                 "unread_brokers": list(on_listener.unread),
                 "uncounted_from": list(on_listener.uncounted_from),
+                "not_named_yet": on_listener.not_named_yet,
             }
         )
     return {

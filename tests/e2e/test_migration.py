@@ -44,16 +44,20 @@ import contextlib
 import csv
 import dataclasses
 import datetime
+import json
+import math
 import os
 import re
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -62,8 +66,9 @@ from kafka.errors import KafkaError
 from exporter import __version__ as EXPORTER_VERSION
 from exporter.request_logs.log_kinds import LogKind
 from harness.clients import RealClient
-from harness.exporter_process import running_exporter, write_config
+from harness.exporter_process import REPO_ROOT, running_exporter, write_config
 from harness.ports import free_port
+from harness.prometheus_process import running_prometheus
 from real_kafka import JmxAuth, KafkaCluster, NodeOptions
 from real_kafka.broker import KafkaNode
 from real_kafka.connections import Listener, count_connections
@@ -97,6 +102,19 @@ CONTROLLER = 3000
 PLAINTEXT = "PLAINTEXT"
 UPGRADE_TO = "4.4.0"
 BLOCKING = "kafka_client_upgrade_blocking_requests_total"
+RULES = REPO_ROOT / "alerts" / "kafka-client-exporter.rules.yaml"
+#: The alerts this story may raise, and why; any other, at any moment, is a false alert. None of them fires within the
+#: story (their `for` is 5 minutes or more), they go pending: the 0.10.1.1 producer names no software (on the brokers
+#: whose connections it holds, never on the controller) and sends Produce v2, which 4.0 no longer serves; a node
+#: killed or rolled is down for a while, as is the exporter while an operator restarts it with a new configuration;
+#: the roll to 4.4.0 mixes releases.
+EXPLAINED = {
+    "KafkaClientUnknownSoftware",
+    "KafkaClientDeprecatedRequests",
+    "KafkaClientExporterBrokerDown",
+    "KafkaClientExporterDown",
+    "KafkaBrokerReleaseSkew",
+}
 #: The 0.10.1.1 producer's requests as the 3.9 brokers' KIP-896 meter counts them: 4.0 no longer serves Produce v2.
 PRODUCE_V2 = {
     "request": "Produce",
@@ -116,7 +134,10 @@ class Story:
     legacy: RealClient
     running: contextlib.ExitStack
     exporter: subprocess.Popen[bytes] | None = None
+    #: The exporter's port, kept across its restarts as an operator's Service keeps it: Prometheus scrapes it.
+    port: int = field(default_factory=free_port)
     base: str = ""
+    prometheus: str = ""
     journal: list[str] = field(default_factory=list)
 
     def start_exporter(self, nodes: dict[int, str], name: str) -> None:
@@ -132,10 +153,16 @@ class Story:
             jmx={"username": JMX.username, "password": JMX.password},
             interval_seconds=INTERVAL,
         )
-        port = free_port()
         log = self.running.enter_context((self.directory / f"exporter-{name}.log").open("wb"))
-        self.exporter = self.running.enter_context(running_exporter(config, port, stdout=log, stderr=subprocess.STDOUT))
-        self.base = f"http://127.0.0.1:{port}"
+        self.exporter = self.running.enter_context(
+            running_exporter(config, self.port, stdout=log, stderr=subprocess.STDOUT)
+        )
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        text = fetch(f"{self.prometheus}/api/v1/query?{urllib.parse.urlencode({'query': promql})}")
+        result: list[dict[str, Any]] = json.loads(text)["data"]["result"]
+        return result
 
     def held(self) -> Counter[tuple[str, str]] | None:
         """(owner, broker) -> established connections to the brokers' PLAINTEXT listeners, from the kernel; None while
@@ -233,7 +260,45 @@ def check(story: Story, step: str, want_modes: dict[str, str], *, exact: bool, t
     # The status page says each node's mode as the series do (they come from one snapshot; modes change at steps).
     rows = tables_of(fetch(f"{story.base}/"))[f"brokers-{CLUSTER}"]
     assert {row["broker"]: row["mode"] for row in rows} == want_modes, (step, rows)
+    # Once Prometheus has scraped this state and evaluated the rules over it: only the alerts it explains.
+    until(lambda: unexplained_alerts(story, agreed[-1]), 30, f"the alerts at step {step}", poll=INTERVAL)
     story.journal.append(f"{step}: agreed in {time.monotonic() - began:.1f} s; producer holds {dict(agreed[-1])}")
+
+
+def unexplained_alerts(story: Story, producer: Counter[str]) -> list[str]:
+    """The alerts active now that the cluster's state does not explain, with every node and the exporter up and the
+    0.10.1.1 producer holding ``producer`` (broker -> connections)."""
+    found = []
+    for alert in json.loads(fetch(f"{story.prometheus}/api/v1/alerts"))["data"]["alerts"]:
+        labels, name = alert["labels"], alert["labels"]["alertname"]
+        if name not in EXPLAINED:
+            found.append(f"{name} {alert['state']}: {labels}")
+        elif name == "KafkaClientUnknownSoftware" and not producer[labels["broker"]]:
+            # broker "": a connection certainly a client's that cannot be placed, while the producer holds any.
+            if labels["broker"] or not sum(producer.values()):
+                found.append(f"{name} on broker {labels['broker']!r}, where the producer holds {dict(producer)}")
+        elif name in ("KafkaClientExporterBrokerDown", "KafkaClientExporterDown"):
+            found.append(f"{name} {labels} with every node and the exporter up")
+    return found
+
+
+def alerts_since(story: Story, began: float) -> list[str]:
+    """What Prometheus's ALERTS series held since ``began`` (time.time()) that the story does not explain: an alert
+    outside EXPLAINED, unknown software on the controller (no client connects there), or an alert firing whose
+    cause, held for its `for`, would be a fault (a node or the exporter down that long, a client alert)."""
+    window = f"{math.ceil(time.time() - began) + 1}s"
+    found = []
+    # The story's own Prometheus: every ALERTS series is this story's (most alerts carry no job label).
+    for series in story.query(f"count by (alertname, broker, alertstate) (count_over_time(ALERTS[{window}]))"):
+        labels = series["metric"]
+        name, state = labels["alertname"], labels["alertstate"]
+        if name not in EXPLAINED:
+            found.append(f"{name} {state}: {labels}")
+        elif name == "KafkaClientUnknownSoftware" and labels.get("broker") == str(CONTROLLER):
+            found.append(f"{name} {state} on the controller")
+        elif state == "firing" and name != "KafkaClientDeprecatedRequests":
+            found.append(f"{name} firing: {labels}")
+    return found
 
 
 def served_down(story: Story, node_id: int) -> None:
@@ -347,6 +412,9 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             client.wait_ready(60)
         story = Story(directory, cluster, migration, clients, legacy, running)
         story.start_exporter({node.node_id: node.jmx_url for node in cluster.nodes.values()}, "zookeeper")
+        story.prometheus = running.enter_context(
+            running_prometheus(directory / "prometheus", story.port, RULES, interval="1s")
+        )
         try:
             yield story
         finally:
@@ -354,6 +422,7 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
 
 
 def test_the_migration_step_by_step(story: Story) -> None:
+    began = time.time()
     brokers = [str(node_id) for node_id in story.cluster.nodes]
     check(story, "zookeeper", dict.fromkeys(brokers, "zookeeper"), exact=True)
     steps = story.migration.steps()
@@ -423,9 +492,12 @@ def test_the_migration_step_by_step(story: Story) -> None:
         logged = {node_id: request_logged(node, client_id) for node_id, node in story.cluster.nodes.items()}
         assert any(t < zookeeper_until[n] for n, times in logged.items() for t in times), (client_id, "ZooKeeper")
         assert any(t > kraft_since[n] for n, times in logged.items() for t in times), (client_id, "KRaft")
+    # Between the steps too, through the crashes and every roll: no alert the story does not explain.
+    assert alerts_since(story, began) == []
 
 
 def test_then_the_blocker_is_retired_and_every_node_rolled_to_4_4(story: Story) -> None:
+    began = time.time()
     brokers = [str(node_id) for node_id in story.cluster.nodes]
     want = dict.fromkeys([*brokers, str(CONTROLLER)], "kraft")
 
@@ -484,3 +556,4 @@ def test_then_the_blocker_is_retired_and_every_node_rolled_to_4_4(story: Story) 
     with legacy_producer(story.cluster.bootstrap(), TOPIC) as late:
         refused = eventually(refusals, 60, "the 0.10.1.1 producer refused by 4.4.0", context=late.stderr_tail)
     story.journal.append(f"after the upgrade: a 0.10.1.1 producer refused, server.log refusals by broker {refused}")
+    assert alerts_since(story, began) == []

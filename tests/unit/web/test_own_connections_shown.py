@@ -179,3 +179,31 @@ def test_the_migrations_uncounted_connections_are_named_as_the_reason_for_the_do
     prod = clients_document(snapshot)["clusters"]["prod"]
     unknown = next(e for e in prod["brokers_own"]["listeners"] if e["software_name"] == "unknown")
     assert unknown["uncounted_from"] == ["3000"]
+
+
+def test_a_connection_too_new_to_have_named_itself_is_in_doubt_and_the_page_says_why() -> None:
+    # The 0.10 producer's two connections on node 2 were not there the cycle before (judging/not_named_yet.py).
+    from exporter.judging.not_named_yet import NotNamedYet
+
+    first, now = cluster_39(jmx_down=("2",)), cluster_39()
+    hold = NotNamedYet()
+    hold.hold(first.results, account(["prod"], first.results))
+    accounts = hold.hold(now.results, account(["prod"], now.results))
+    snapshot = replace(
+        now,
+        clients=ClientJudge(load_policy(None), 100).judge(now.results, accounts),
+        own_by_broker=accounts["prod"].by_broker,
+        own_by_listener=accounts["prod"].by_listener,
+    )
+    words = text(render_status_page(snapshot, NOW))
+    assert (
+        "On listener PLAINTEXT, 2 connections counted as unknown unknown were accepted since the last cycle and may "
+        "not have sent their ApiVersions yet (a broker counts every new connection so until then): in doubt this "
+        "cycle, judged the next if they stay unnamed (kafka_client_unverified_connections)."
+    ) in words
+    assert "may be the brokers' own channels" not in words
+    rows = {row["software"]: row for row in tables_of(render_status_page(snapshot, NOW))["inventory-prod"]}
+    assert rows["unknown"]["policy"] == "unknown_software: none certain; 2 in doubt"
+    prod = clients_document(snapshot)["clusters"]["prod"]
+    unknown = next(e for e in prod["brokers_own"]["listeners"] if e["software_name"] == "unknown")
+    assert (unknown["unverified_connections"], unknown["not_named_yet"]) == (2, 2)
