@@ -1,9 +1,9 @@
 """KRaft clusters laid out as in production (issue 51): dedicated controllers (``process.roles=controller``, node ids
 from 3000 as in a cluster migrated from ZooKeeper) beside brokers-only nodes, checked against the kernel per process.
 
-Two layouts, one after the other: 3.9.2 with one controller and two brokers, 4.4.0 with three controllers and two
-brokers. Topic ``demo`` has two partitions replicated on both brokers, each broker leading one, so that the brokers
-fetch from each other; two kcat producers that name themselves are the only clients at first. One exporter (a
+Two layouts, one after the other: 3.9.2 with one controller and three brokers, 4.4.0 with three controllers and two
+brokers. Topic ``demo`` has a partition per broker replicated on every broker, each broker leading one, so that the
+brokers fetch from each other; two kcat producers that name themselves are the only clients at first. One exporter (a
 one-second cycle) polls the cluster under three names, as an operator might configure it:
 
 - ``listed``: every node in ``brokers:`` with its JMX URL, the controllers too. The controllers are no brokers, so the
@@ -67,11 +67,10 @@ from tests.support.waiting import eventually
 pytestmark = [pytest.mark.slow, pytest.mark.real_kafka, pytest.mark.timeout(600)]
 
 #: (release, dedicated controllers, brokers)
-LAYOUTS = (("3.9.2", 1, 2), ("4.4.0", 3, 2))
+LAYOUTS = (("3.9.2", 1, 3), ("4.4.0", 3, 2))
 JMX = JmxAuth("monitor", "dedicated-Secret-51")
 INTERVAL = 1.0
 TOPIC = "demo"  # kcat's topic and the 0.10.1.1 producer's
-ASSIGNMENT = {0: [1, 2], 1: [2, 1]}
 PROPERTIES = {
     "auto.create.topics.enable": "false"
 }  # the 0.10.1.1 producer on 4.4.0 asks for a topic that stays missing
@@ -277,10 +276,10 @@ def doubt_line(layout: Layout, view: View) -> str:
 
 
 def dark(layout: Layout, view: View, kernel: Kernel, served: Served) -> list[str]:
-    """The dark view: the first controller's and broker 2's JMX unreachable. Broker 2 may hold, towards broker 1,
-    one connection per replica fetcher thread (num.replica.fetchers, 1) and, on 3.9, one of its transaction-marker
-    channel (named from 4.2.1 on): in doubt up to that, never more; the controller, no broker, holds nothing
-    towards a broker. The unnamed client's connections beyond that violate; nothing is hidden."""
+    """The dark view: the first controller's and broker 2's JMX unreachable. Broker 2 may hold, towards each other
+    broker, one connection per replica fetcher thread (num.replica.fetchers, 1) and, on 3.9, one of its
+    transaction-marker channel (named from 4.2.1 on): in doubt up to that, never more; the controller, no broker,
+    holds nothing towards a broker. The unnamed client's connections beyond that violate; nothing is hidden."""
     read = {node for node, value in served.channels_read().items() if value == 1}
     if read != view.polled - view.dark:
         return [f"{view.name}: channels read {sorted(read)}"]
@@ -294,21 +293,26 @@ def dark(layout: Layout, view: View, kernel: Kernel, served: Served) -> list[str
     )
     unverified = served.count("kafka_client_unverified_connections", "listener", "client_software_name")
     problems = []
-    (broker,) = set(layout.brokers) - view.dark
-    legacy = kernel.unnamed()[(broker, PLAINTEXT)]
+    brokers = sorted(set(layout.brokers) - view.dark)
     doubted = unverified[(PLAINTEXT, UNKNOWN.software_name)]
-    placed = violating[(broker, PLAINTEXT)]
-    if any(key != (broker, PLAINTEXT) for key in violating):
+    if any(key not in {(broker, PLAINTEXT) for broker in brokers} for key in violating):
         problems.append(f"{view.name}: violations {dict(violating)}")
-    if doubted > could_hold:
-        problems.append(f"{view.name}: {doubted} unverified, broker {DARK_BROKER} could hold {could_hold}")
-    if not legacy - could_hold <= placed <= legacy:
-        problems.append(f"{view.name}: {placed} violating on {broker}, the unnamed client holds {legacy} there")
-    residual = (
-        raw[(broker, PLAINTEXT, *UNKNOWN_PAIR)] - own[(broker, PLAINTEXT, UNKNOWN.software_name, "replica-fetcher")]
-    )
-    if placed + doubted != residual:
-        problems.append(f"{view.name}: {placed} violating + {doubted} unverified != {residual} unknown not the nodes'")
+    if doubted > could_hold * len(brokers):
+        problems.append(f"{view.name}: {doubted} unverified, broker {DARK_BROKER} could hold {could_hold} per broker")
+    residual = 0
+    for broker in brokers:
+        legacy = kernel.unnamed()[(broker, PLAINTEXT)]
+        placed = violating[(broker, PLAINTEXT)]
+        if not legacy - could_hold <= placed <= legacy:
+            problems.append(f"{view.name}: {placed} violating on {broker}, the unnamed client holds {legacy} there")
+        residual += (
+            raw[(broker, PLAINTEXT, *UNKNOWN_PAIR)] - own[(broker, PLAINTEXT, UNKNOWN.software_name, "replica-fetcher")]
+        )
+    placed_all = sum(violating.values())
+    if placed_all + doubted != residual:
+        problems.append(
+            f"{view.name}: {placed_all} violating + {doubted} unverified != {residual} unknown not the nodes'"
+        )
     return problems
 
 
@@ -330,21 +334,27 @@ def dark_page(layout: Layout, view: View) -> list[str]:
 # ---------------------------------------------------------------------------------------------- the clusters
 
 
-def create_topic(bootstrap: str, timeout: float = 60.0) -> None:
-    """Create TOPIC as ASSIGNMENT places it, once the metadata the admin client reads knows every broker it names:
+def assignment(brokers: int) -> dict[int, list[int]]:
+    """One partition per broker, replicated on every broker, each broker leading one: they all fetch from each other."""
+    return {partition: [(partition + i) % brokers + 1 for i in range(brokers)] for partition in range(brokers)}
+
+
+def create_topic(bootstrap: str, brokers: int, timeout: float = 60.0) -> None:
+    """Create TOPIC as ``assignment`` places it, once the metadata the admin client reads knows every broker it names:
     a broker that has just registered may be unknown there for a moment on a loaded machine (UnknownBrokerIdError)."""
+    placed = assignment(brokers)
 
     def created() -> bool:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="dedicated-setup")
         try:
-            admin.create_topics([NewTopic(TOPIC, -1, -1, replica_assignments=ASSIGNMENT)])
+            admin.create_topics([NewTopic(TOPIC, -1, -1, replica_assignments=placed)])
         except UnknownBrokerIdError:
             return False
         finally:
             admin.close()
         return True
 
-    eventually(created, timeout, f"topic {TOPIC} created as {ASSIGNMENT}", poll=0.5)
+    eventually(created, timeout, f"topic {TOPIC} created as {placed}", poll=0.5)
 
 
 @pytest.fixture(scope="module", params=LAYOUTS, ids=[f"{r}-{c}c{b}b" for r, c, b in LAYOUTS])
@@ -358,7 +368,7 @@ def layout(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         cluster.start()
         running.callback(cluster.stop)
         started = time.monotonic() - began
-        create_topic(cluster.bootstrap())
+        create_topic(cluster.bootstrap(), brokers)
         wait_in_sync(cluster.bootstrap(), 60)
         clients = list(start_kcat_clients(cluster.bootstrap(), running).values())
         every = {str(node.node_id): node.jmx_url for node in cluster.nodes.values()}
@@ -498,7 +508,7 @@ def test_unnamed_producer_violates_exactly(layout: Layout) -> None:
     # 3.9 serves its Produce v2: it connects to each leader of the topic. 4.x refuses it (KIP-896), so there it asks
     # for a topic that stays missing and holds its Metadata connections: the one it bootstraps from, and one to a
     # broker of the metadata, the same one as often as not. One producer bootstrapped from each broker, so that
-    # both brokers hold its connections whichever it picks.
+    # every broker holds its connections whichever it picks.
     topic = TOPIC if layout.release.startswith("3.") else "never-created"
     for node in layout.cluster.brokers():
         producer = legacy_producer(node.bootstrap(), topic)
@@ -508,7 +518,7 @@ def test_unnamed_producer_violates_exactly(layout: Layout) -> None:
     def exact(view: View, kernel: Kernel, served: Served) -> list[str]:
         held = kernel.unnamed()
         if {b for b, _ in held} != set(layout.brokers):
-            return [f"the 0.10.1.1 producers not connected to both brokers yet: {dict(held)}"]
+            return [f"the 0.10.1.1 producers not connected to every broker yet: {dict(held)}"]
         if view.dark:
             return dark(layout, view, kernel, served) or dark_page(layout, view)
         return account(layout, view, kernel, served)
