@@ -8,7 +8,14 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.judging.identities import join_identities
-from exporter.snapshot import FOLDED_VERSION, BlockingRequests, Snapshot, SourceResult
+from exporter.snapshot import (
+    FOLDED_VERSION,
+    BlockingRequests,
+    JudgedClient,
+    LivePairIdentities,
+    Snapshot,
+    SourceResult,
+)
 from exporter.web.exposition import render_snapshot
 from tests.unit.collectors.rich_snapshot import PROD_INVENTORY, identity, inventory, judged
 
@@ -21,6 +28,24 @@ def identity_series(snapshot: Snapshot, name: str = "kafka_client_identity_info"
         for sample in family.samples
         if sample.name == name
     ]
+
+
+def one_cycle(
+    results: list[SourceResult],
+    clients: list[JudgedClient],
+    identities: tuple[LivePairIdentities, ...],
+    blocking_requests: tuple[BlockingRequests, ...] = (),
+) -> Snapshot:
+    return Snapshot(
+        sequence=1,
+        taken_at=1001.0,
+        cycle_duration_seconds=0.1,
+        results=tuple(results),
+        clusters=("prod",),
+        clients=tuple(clients),
+        identities=identities,
+        blocking_requests=blocking_requests,
+    )
 
 
 def test_shared_clients_of_folded_versions_and_null_or_empty_client_ids_give_one_series_each() -> None:
@@ -39,15 +64,7 @@ def test_shared_clients_of_folded_versions_and_null_or_empty_client_ids_give_one
     ]
     identities, dropped = join_identities(results, clients, {"prod": 100})
     assert dropped == {"prod": 0} and sum(pair.exported for pair in identities) == 5
-    snapshot = Snapshot(
-        sequence=1,
-        taken_at=1001.0,
-        cycle_duration_seconds=0.1,
-        results=tuple(results),
-        clusters=("prod",),
-        clients=tuple(clients),
-        identities=identities,
-    )
+    snapshot = one_cycle(results, clients, identities)
     series = [(s["client_software_version"], s["client_id"]) for s in identity_series(snapshot)]
     assert sorted(series) == [(FOLDED_VERSION, "audit"), (FOLDED_VERSION, "etl"), ("unknown", "")]
 
@@ -71,16 +88,8 @@ def test_blockers_are_the_identities_seen_sending_what_a_broker_counts_now() -> 
     identities, dropped = join_identities(results, clients, {"prod": 3})
     assert dropped == {"prod": 1}
     counted = BlockingRequests("prod", "1", "Produce", "2", "unknown", "unknown", 12, "4.0.0")
-    snapshot = Snapshot(
-        sequence=1,
-        taken_at=1001.0,
-        cycle_duration_seconds=0.1,
-        results=tuple(results),
-        clusters=("prod",),
-        clients=tuple(clients),
-        identities=identities,
-        blocking_requests=(counted, BlockingRequests("prod", "2", "Produce", "2", "unknown", "unknown", 3, "4.0.0")),
-    )
+    counted_too = BlockingRequests("prod", "2", "Produce", "2", "unknown", "unknown", 3, "4.0.0")
+    snapshot = one_cycle(results, clients, identities, blocking_requests=(counted, counted_too))
     blockers = identity_series(snapshot, "kafka_client_upgrade_blocker_info")
     assert [(s["client_id"], s["request"], s["version"], s["target_release"]) for s in blockers] == [
         ("legacy", "Produce", "2", "4.0.0")
