@@ -107,13 +107,15 @@ RULES = REPO_ROOT / "alerts" / "kafka-client-exporter.rules.yaml"
 #: story (their `for` is 5 minutes or more), they go pending: the 0.10.1.1 producer names no software (on the brokers
 #: whose connections it holds, never on the controller) and sends Produce v2, which 4.0 no longer serves; a node
 #: killed or rolled is down for a while, as is the exporter while an operator restarts it with a new configuration;
-#: the roll to 4.4.0 mixes releases.
+#: the roll to 4.4.0 mixes releases; on a loaded machine a cycle outlasts the story's one-second interval (true, and
+#: pending only: seen in a suite run at 01631f5).
 EXPLAINED = {
     "KafkaClientUnknownSoftware",
     "KafkaClientDeprecatedRequests",
     "KafkaClientExporterBrokerDown",
     "KafkaClientExporterDown",
     "KafkaBrokerReleaseSkew",
+    "KafkaClientExporterCollectSlow",
 }
 #: The 0.10.1.1 producer's requests as the 3.9 brokers' KIP-896 meter counts them: 4.0 no longer serves Produce v2.
 PRODUCE_V2 = {
