@@ -18,6 +18,8 @@ settled:
   once no broker is in ZooKeeper mode. While brokers run in ZooKeeper mode beside the KRaft controller, the
   controller's connection to each of them (UpdateMetadata, LeaderAndIsr), which Kafka counts in no MBean, is in
   doubt instead, and the status page names the controller as the reason.
+- no false alert: a real Prometheus with the shipped rules (1 s scrapes and evaluations) has, once it has seen the
+  step, only the alerts the step explains active (EXPLAINED), and over each test its ALERTS series hold nothing else.
 
 Failures on the way, as production has them: broker 1 is killed (SIGKILL, no controlled shutdown) right after it
 entered migration mode, and the KRaft controller is killed as it begins copying the metadata from ZooKeeper (the
