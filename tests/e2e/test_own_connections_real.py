@@ -41,8 +41,8 @@ cycle) and a real Prometheus with the shipped rules, evaluated every second.
    still violate.
 5. ZooKeeper mode: node 3 (restarted first if it is the controller, so that it asks another broker) shuts down while
    a partition's only in-sync replica is itself, so its controlled shutdown stays open while it asks the controller
-   again and again: the connection, which sends no ApiVersions, is served as
-   node 3's own channel, placed on the controller, and the account matches the kernel throughout.
+   again and again: the connection, which sends no ApiVersions, is served as node 3's own channel, placed on the
+   controller, and the account matches the kernel throughout.
 """
 
 from __future__ import annotations
