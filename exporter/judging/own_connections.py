@@ -153,12 +153,23 @@ def _listener(holder: _Holder, towards: Towards) -> str | None:
 def active_controller(readings: Mapping[str, JmxReading | None]) -> str | None:
     """The node the cluster's controller-bound channels go to, when the readings agree on one: the KRaft quorum's
     leader as every node that knows one says it, else the one broker that says it is the ZooKeeper-mode
-    controller. None when they disagree (an election between two reads) or say nothing."""
+    controller, else, when none says so, the one holder of the ZooKeeper-mode controller's channels. None when they
+    disagree (an election between two reads) or say nothing."""
     leaders = {r.quorum_leader for r in readings.values() if r is not None and r.quorum_leader is not None}
     if leaders:
         return str(leaders.pop()) if len(leaders) == 1 else None
     active = [broker for broker, r in readings.items() if r is not None and r.active_controller]
-    return active[0] if len(active) == 1 else None
+    if active:
+        return active[0] if len(active) == 1 else None
+    # A ZooKeeper-mode controller in its own controlled shutdown no longer answers ActiveControllerCount (seen on
+    # 3.9.2: the query returns nothing while its shutdown waits on the controller, itself) but still holds its channel
+    # to every broker: then the one holder of those channels.
+    holders = [
+        broker
+        for broker, r in readings.items()
+        if r is not None and any(c.channel == "controller-channel" and c.connections for c in r.channels)
+    ]
+    return holders[0] if len(holders) == 1 else None
 
 
 def _unnamed_unknown_channels(release: str | None) -> int:

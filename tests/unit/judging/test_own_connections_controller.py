@@ -118,6 +118,31 @@ def test_the_account_follows_the_controller_to_another_broker() -> None:
     assert violations(readings) == {("2", "PLAINTEXT", "unknown"): 1}
 
 
+def test_a_controller_in_its_own_controlled_shutdown_still_takes_the_channels_to_it() -> None:
+    # What a real 3.9.2 controller showed while its own controlled shutdown waited (a partition whose only in-sync
+    # replica it was): its ActiveControllerCount query answered nothing, the others' 0; its controlled-shutdown
+    # connection went to its own listener, counted `unknown` there beside its channel to itself. The one holder of the
+    # controller's channels is the controller: the connection is placed on it, not left to the cluster.
+    readings = zookeeper_39(controller="1")
+    one = readings["1"]
+    clients = tuple(
+        dataclasses.replace(c, connections=c.connections + 1) if (c.software_name, c.software_version) == UNKNOWN else c
+        for c in one.clients
+    )
+    channels = (*one.channels, ChannelConnections("kafka-server-controlled-shutdown", None, 1))
+    readings["1"] = dataclasses.replace(one, clients=clients, channels=channels, active_controller=None)
+    assert active_controller(readings) == "1"
+    own = account([CLUSTER], results(readings, ZK_LISTENERS))[CLUSTER]
+    placed = {(row.broker, share.channel, share.holder) for row in own.by_broker for share in row.own}
+    assert ("1", "kafka-server-controlled-shutdown", "1") in placed
+    assert violations(readings) == {}
+    # Two holders of the controller's channels (across a move) agree on none.
+    readings["2"] = dataclasses.replace(
+        readings["2"], channels=(*readings["2"].channels, ChannelConnections("controller-channel", "2", 1))
+    )
+    assert active_controller(readings) is None
+
+
 def test_while_two_brokers_say_they_control_the_forwarding_connection_is_placed_on_neither() -> None:
     # Read at two moments across an election, both brokers said they were the controller: the forwarding connection
     # stays the cluster's, unplaced, and is counted as a client on neither broker.
