@@ -283,6 +283,11 @@ class ClientIdentity(NamedTuple):
     requests: int
     connections: int
 
+    @property
+    def key(self) -> IdentityKey:
+        """What tells it apart in the inventory's other tables (upgrade_impact's senders)."""
+        return (self.client_id, self.principal, self.source_host, self.listener)
+
 
 #: What tells identities apart in the inventory's tables: clientId, principal, source host, listener.
 IdentityKey = tuple[str | None, str, str, str]

@@ -53,30 +53,29 @@ def _blocker_family(snapshot: Snapshot) -> Metric:
         for b in snapshot.blocking_requests
         if b.count > 0
     }
+    pairs = {(pair.cluster, pair.software_name, pair.real_software_version): pair for pair in snapshot.identities}
     seen: set[tuple[str, ...]] = set()
     for cluster, name, version, request, request_version, target in sorted(counted):
         sent = senders.get(cluster, {}).get((name, version, request, request_version))
-        if not sent:
+        pair = pairs.get((cluster, name, version))
+        if not sent or pair is None:
             continue
-        for pair in snapshot.identities:
-            if (pair.cluster, pair.software_name, pair.real_software_version) != (cluster, name, version):
+        for identity in pair.identities[: pair.exported]:
+            if identity.key not in sent:
                 continue
-            for identity in pair.identities[: pair.exported]:
-                if (identity.client_id, identity.principal, identity.source_host, identity.listener) not in sent:
-                    continue
-                labels = (
-                    cluster,
-                    name,
-                    version,
-                    request,
-                    request_version,
-                    target,
-                    identity.client_id or "",
-                    identity.principal,
-                    identity.source_host,
-                    identity.listener,
-                )
-                if labels not in seen:  # a null and an empty clientId are both ""
-                    seen.add(labels)
-                    family.add_metric(list(labels), 1)
+            labels = (
+                cluster,
+                name,
+                version,
+                request,
+                request_version,
+                target,
+                identity.client_id or "",
+                identity.principal,
+                identity.source_host,
+                identity.listener,
+            )
+            if labels not in seen:  # a null and an empty clientId are both ""
+                seen.add(labels)
+                family.add_metric(list(labels), 1)
     return family

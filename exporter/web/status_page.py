@@ -203,7 +203,7 @@ def _blockers(snapshot: Snapshot, cluster: str, lines: list[_InventoryLine]) -> 
             # when it saw any.
             sent = senders.get((*pair, blocker.request, blocker.version))
             if sent:
-                identities = [i for i in identities if (i.client_id, i.principal, i.source_host, i.listener) in sent]
+                identities = [i for i in identities if i.key in sent]
                 if not identities:
                     blocker.unnamed = "its senders are not among the identities loaded (max_loaded_identities)"
             blocker.identities = identities

@@ -46,20 +46,17 @@ import contextlib
 import csv
 import dataclasses
 import datetime
-import json
 import math
 import os
 import re
 import subprocess
 import threading
 import time
-import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -85,6 +82,8 @@ from tests.support.own_connections import (
     Served,
     fetch,
     legacy_producer,
+    prometheus_alerts,
+    prometheus_query,
     scrape,
     start_kcat_clients,
     until,
@@ -162,11 +161,6 @@ class Story:
             running_exporter(config, self.port, stdout=log, stderr=subprocess.STDOUT)
         )
         self.base = f"http://127.0.0.1:{self.port}"
-
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        text = fetch(f"{self.prometheus}/api/v1/query?{urllib.parse.urlencode({'query': promql})}")
-        result: list[dict[str, Any]] = json.loads(text)["data"]["result"]
-        return result
 
     def held(self) -> Counter[tuple[str, str]] | None:
         """(owner, broker) -> established connections to the brokers' PLAINTEXT listeners, from the kernel; None while
@@ -273,7 +267,7 @@ def unexplained_alerts(story: Story, producer: Counter[str]) -> list[str]:
     """The alerts active now that the cluster's state does not explain, with every node and the exporter up and the
     0.10.1.1 producer holding ``producer`` (broker -> connections)."""
     found = []
-    for alert in json.loads(fetch(f"{story.prometheus}/api/v1/alerts"))["data"]["alerts"]:
+    for alert in prometheus_alerts(story.prometheus):
         labels, name = alert["labels"], alert["labels"]["alertname"]
         if name not in EXPLAINED:
             found.append(f"{name} {alert['state']}: {labels}")
@@ -293,7 +287,8 @@ def alerts_since(story: Story, began: float) -> list[str]:
     window = f"{math.ceil(time.time() - began) + 1}s"
     found = []
     # The story's own Prometheus: every ALERTS series is this story's (most alerts carry no job label).
-    for series in story.query(f"count by (alertname, broker, alertstate) (count_over_time(ALERTS[{window}]))"):
+    held = f"count by (alertname, broker, alertstate) (count_over_time(ALERTS[{window}]))"
+    for series in prometheus_query(story.prometheus, held):
         labels = series["metric"]
         name, state = labels["alertname"], labels["alertstate"]
         if name not in EXPLAINED:

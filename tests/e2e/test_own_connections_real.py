@@ -54,9 +54,6 @@ import os
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -84,7 +81,16 @@ from real_kafka import KRAFT_RELEASES, ZOOKEEPER_RELEASES, JmxAuth, KafkaCluster
 from real_kafka.connections import Listener, count_connections
 from real_kafka.jmx import jmx_url
 from real_kafka.rolling_upgrade import wait_in_sync
-from tests.support.own_connections import Served, fetch, legacy_producer, scrape, start_kcat_clients, until
+from tests.support.own_connections import (
+    Served,
+    fetch,
+    legacy_producer,
+    prometheus_alerts,
+    prometheus_query,
+    scrape,
+    start_kcat_clients,
+    until,
+)
 from tests.support.waiting import eventually
 
 # A story of real clusters, its set-up included: the suite's 300 s per test is too short on a loaded machine.
@@ -350,13 +356,10 @@ class Story:
         return after, served
 
     def alerts(self, name: str) -> list[dict[str, Any]]:
-        found = json.loads(fetch(f"{self.prometheus}/api/v1/alerts"))["data"]["alerts"]
-        return [alert for alert in found if alert["labels"]["alertname"] == name]
+        return [alert for alert in prometheus_alerts(self.prometheus) if alert["labels"]["alertname"] == name]
 
     def query(self, promql: str) -> list[dict[str, Any]]:
-        text = fetch(f"{self.prometheus}/api/v1/query?{urllib.parse.urlencode({'query': promql})}")
-        result: list[dict[str, Any]] = json.loads(text)["data"]["result"]
-        return result
+        return prometheus_query(self.prometheus, promql)
 
 
 def accounting(kernel: Kernel, served: Served, brokers: list[str], landings: dict[str, set[str]]) -> list[str]:

@@ -5,8 +5,10 @@ test_migration.py): the exporter's /metrics for one cluster, a wait that says wh
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
@@ -120,6 +122,19 @@ class Served:
 def fetch(url: str, timeout: float = 10.0) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return str(response.read().decode())
+
+
+def prometheus_query(prometheus: str, promql: str) -> list[dict[str, Any]]:
+    """An instant query's result from the Prometheus at base URL ``prometheus``."""
+    text = fetch(f"{prometheus}/api/v1/query?{urllib.parse.urlencode({'query': promql})}")
+    result: list[dict[str, Any]] = json.loads(text)["data"]["result"]
+    return result
+
+
+def prometheus_alerts(prometheus: str) -> list[dict[str, Any]]:
+    """The alerts active (pending or firing) in the Prometheus at base URL ``prometheus``."""
+    alerts: list[dict[str, Any]] = json.loads(fetch(f"{prometheus}/api/v1/alerts"))["data"]["alerts"]
+    return alerts
 
 
 def scrape(base: str, cluster: str) -> Served:
