@@ -12,7 +12,7 @@ import asyncio
 import base64
 import re
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -41,7 +41,7 @@ _PROCESSOR = ("type", "listener", "networkProcessor")
 _DEPRECATED = ("type", "name", "request", "version", "clientSoftwareName", "clientSoftwareVersion")
 
 
-def _shape(domain: str, props: dict[str, str]) -> str | None:
+def _shape(domain: str, props: Mapping[str, str]) -> str | None:
     keys = tuple(props)
     if domain == "kafka.server" and props.get("type") == "socket-server-metrics":
         return {CLIENT_TAGS: "client", _CIPHER: "cipher", _PROCESSOR: "processor"}.get(keys)
@@ -50,7 +50,7 @@ def _shape(domain: str, props: dict[str, str]) -> str | None:
     return None
 
 
-def _strimzi(shape: str, props: dict[str, str], attribute: str) -> Rendered | None:
+def _strimzi(shape: str, props: Mapping[str, str], attribute: str) -> Rendered | None:
     # strimzi/strimzi-kafka-operator@8541da1e336bdcda9647aeacfbc2048e57580a52, examples/metrics/kafka-metrics.yaml,
     # lowercaseOutputName only; jmx_exporter 1.x adds _total to counter samples.
     if shape == "client" and attribute == "connections":  # rule at lines 108-115
@@ -72,7 +72,7 @@ def _strimzi(shape: str, props: dict[str, str], attribute: str) -> Rendered | No
     return None
 
 
-def _confluent(shape: str, props: dict[str, str], attribute: str) -> Rendered | None:
+def _confluent(shape: str, props: Mapping[str, str], attribute: str) -> Rendered | None:
     # confluentinc/jmx-monitoring-stacks@9707c1ab69e54770afef0b8d605c77a1e1208b52,
     # shared-assets/jmx-exporter/kafka_broker.yml; lowercase names and label names; the cipher MBeans are on
     # its blacklistObjectNames (line 19). jmx_exporter 1.x adds _total to counter samples.
@@ -100,7 +100,7 @@ def _confluent(shape: str, props: dict[str, str], attribute: str) -> Rendered | 
     return None
 
 
-def _strimzi_reporter(shape: str, props: dict[str, str], attribute: str) -> Rendered | None:
+def _strimzi_reporter(shape: str, props: Mapping[str, str], attribute: str) -> Rendered | None:
     # strimzi/metrics-reporter@7a1469980208a4f624ea6fe9f4dc4bf19409486f: Kafka metrics as
     # <namespace>_<group>_<name> with every tag a label (KafkaMetricWrapper), Yammer meters as counters named
     # <group>_<type>_<name> labelled by their scope's tags (YammerMetricWrapper, YammerCollector). The reporter also
@@ -115,7 +115,7 @@ def _strimzi_reporter(shape: str, props: dict[str, str], attribute: str) -> Rend
     return None
 
 
-RENDERERS: dict[str, Callable[[str, dict[str, str], str], Rendered | None]] = {
+RENDERERS: dict[str, Callable[[str, Mapping[str, str], str], Rendered | None]] = {
     "strimzi": _strimzi,
     "confluent": _confluent,
     "strimzi_reporter": _strimzi_reporter,

@@ -7,6 +7,7 @@ manager keeps open and build every request at an explicit version chosen from th
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from kafka.net.manager import KafkaConnectionManager
@@ -84,12 +85,13 @@ async def read_broker_facts(
             continue
         break
     advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    apis, inferred = _advertised(tuple(sorted(advertised.items())))
     epoch = getattr(response, "finalized_features_epoch", None)
     return BrokerFacts(
         host=host,
         request_version=version,
         versions_tried=tuple(tried),
-        apis=tuple(ApiRange(key, api_name(key), low, high) for key, (low, high) in sorted(advertised.items())),
+        apis=apis,
         supported_features=tuple(
             FeatureRange(f.name, f.min_version, f.max_version)
             for f in sorted(getattr(response, "supported_features", None) or (), key=lambda f: f.name)
@@ -99,8 +101,17 @@ async def read_broker_facts(
             for f in sorted(getattr(response, "finalized_features", None) or (), key=lambda f: f.name)
         ),
         finalized_features_epoch=epoch if isinstance(epoch, int) else -1,
-        inferred_release=infer_release(advertised),
+        inferred_release=inferred,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _advertised(ranges: tuple[tuple[int, tuple[int, int]], ...]) -> tuple[tuple[ApiRange, ...], str]:
+    """A broker's API ranges (key -> (min, max), sorted) as facts, and the release they say: the same answer every
+    cycle until the broker restarts or its controllers roll, so worked out once per answer (inferring the release
+    scores every release of the table)."""
+    apis = tuple(ApiRange(key, api_name(key), low, high) for key, (low, high) in ranges)
+    return apis, infer_release(dict(ranges))
 
 
 def key74_support(facts: BrokerFacts) -> tuple[bool, bool]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 _QUOTE_ESCAPES = {"\\": "\\", '"': '"', "*": "*", "?": "?", "n": "\n"}
 
@@ -10,7 +13,7 @@ _QUOTE_ESCAPES = {"\\": "\\", '"': '"', "*": "*", "?": "?", "n": "\n"}
 @dataclass(frozen=True, slots=True)
 class ObjectName:
     domain: str
-    properties: dict[str, str]
+    properties: Mapping[str, str]  # read-only: parsed names are shared
 
     @property
     def keys(self) -> frozenset[str]:
@@ -56,6 +59,9 @@ def _split_properties(text: str) -> list[str]:
     return parts
 
 
+# A broker's MBean names are the same from cycle to cycle, and mostly the same from broker to broker (none names
+# the broker): each is parsed once while it is among the most recently seen.
+@functools.lru_cache(maxsize=4096)
 def parse_object_name(name: str) -> ObjectName:
     """Split `domain:k1=v1,k2=v2` into its parts; raise ValueError when it is not an ObjectName."""
     domain, sep, rest = name.partition(":")
@@ -69,4 +75,4 @@ def parse_object_name(name: str) -> ObjectName:
         if not eq or not key:
             raise ValueError(f"not a JMX ObjectName: {name!r}")
         properties[key] = _unquote(value)
-    return ObjectName(domain, properties)
+    return ObjectName(domain, MappingProxyType(properties))

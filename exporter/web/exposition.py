@@ -51,11 +51,19 @@ class _Families(Collector):
         yield from self._families
 
 
+def _generate(registry: Collector, openmetrics: bool) -> bytes:
+    if not openmetrics:
+        return text_format.generate_latest(registry)
+    # Every name and label name of the catalog is a legacy one (tests/unit/collectors/test_catalog.py), which both
+    # escapings write unchanged: the same bytes. The default one rewrites each sample's name character by character
+    # first, which was over half of a render (bench/bench_real_brokers.py, profiled per thread).
+    return openmetrics_format.generate_latest(registry, escaping=openmetrics_format.ALLOWUTF8)
+
+
 def _render_families(families: Iterable[Metric], openmetrics: bool) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Families(families))
-    body = (openmetrics_format if openmetrics else text_format).generate_latest(registry)
-    return body.removesuffix(OPENMETRICS_EOF)
+    return _generate(registry, openmetrics).removesuffix(OPENMETRICS_EOF)
 
 
 @functools.lru_cache(maxsize=8)
@@ -188,7 +196,7 @@ class Exposition:
         """The body of one scrape; its format is rendered with each new snapshot from now on."""
         self._asked[(openmetrics, compressed)] = self._clock()
         body = self._served().body((openmetrics, compressed))
-        per_scrape = (openmetrics_format if openmetrics else text_format).generate_latest(self._per_scrape_registry)
+        per_scrape = _generate(self._per_scrape_registry, openmetrics)
         return body + (gzip.compress(per_scrape, GZIP_LEVEL) if compressed else per_scrape)
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.openmetrics import exposition as openmetrics_format
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.collectors.catalog import BY_SAMPLE_NAME, CATALOG, ERRORS, Kind
+from exporter.collectors.snapshot_collector import SnapshotCollector
 from exporter.sources.base import Reason
 from exporter.web.exposition import Exposition, render_snapshot
 from tests.unit.collectors.rich_snapshot import rich_snapshot
@@ -44,3 +49,20 @@ def test_counters_are_selected_with_total_and_gauges_as_named() -> None:
 def test_the_errors_help_lists_every_reason_in_order() -> None:
     listed = ERRORS.help.removeprefix("Failed polls by reason (").removesuffix(").").split(", ")
     assert listed == [reason.value for reason in Reason]
+
+
+LEGACY_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+LEGACY_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+@pytest.mark.parametrize("per_processor", [False, True])
+def test_every_name_is_a_legacy_one_so_the_openmetrics_escapings_agree(per_processor: bool) -> None:
+    """The exposition renders OpenMetrics with the allow-utf-8 escaping for speed: the same bytes as the library's
+    default only while no name needs escaping."""
+    for entry in CATALOG:
+        assert LEGACY_METRIC_NAME.fullmatch(entry.sample_name), entry.sample_name
+        assert all(LEGACY_LABEL_NAME.fullmatch(label) for label in entry.label_names(per_processor)), entry.labels
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(rich_snapshot(), per_processor))
+    default = openmetrics_format.generate_latest(registry).removesuffix(b"# EOF\n")
+    assert render_snapshot(rich_snapshot(), openmetrics=True, network_processor_label=per_processor) == default
