@@ -36,6 +36,22 @@ def _started_at() -> float:
         return time.time()
 
 
+def tcp_port(text: str) -> int:
+    """A port argument: 0 to 65535 (0 or a taken one: a free one is picked)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give 0 to 65535 (0: any free port)")
+    return port
+
+
+def chosen_port(wanted: int) -> int:
+    """``wanted``, or a free port when it is 0 or taken: the port the URLs printed and Prometheus' targets name."""
+    return wanted if wanted and port_free(wanted) else free_port()
+
+
 def main(argv: list[str] | None = None) -> int:
     started_at = _started_at()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -53,9 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         "dedicated controller, each broker rolled into migration mode then to KRaft, the controller finalized), then "
         "roll it to 4.4.0; each step is printed",
     )
-    parser.add_argument("--port", type=int, default=9784, help="exporter port (a free one if taken)")
-    parser.add_argument("--prometheus-port", type=int, default=9090, help="Prometheus port (a free one if taken)")
-    parser.add_argument("--alertmanager-port", type=int, default=9093, help="Alertmanager port (a free one if taken)")
+    parser.add_argument("--port", type=tcp_port, default=9784, help="exporter port (a free one if taken or 0)")
+    parser.add_argument(
+        "--prometheus-port", type=tcp_port, default=9090, help="Prometheus port (a free one if taken or 0)"
+    )
+    parser.add_argument(
+        "--alertmanager-port", type=tcp_port, default=9093, help="Alertmanager port (a free one if taken or 0)"
+    )
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -74,9 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
 
-    port = args.port if port_free(args.port) else free_port()
-    prometheus_port = args.prometheus_port if port_free(args.prometheus_port) else free_port()
-    alertmanager_port = args.alertmanager_port if port_free(args.alertmanager_port) else free_port()
+    port, prometheus_port, alertmanager_port = map(
+        chosen_port, (args.port, args.prometheus_port, args.alertmanager_port)
+    )
     inventory, prometheus = not args.no_inventory, not args.no_prometheus
     scenario = running_demo(
         args.data_dir,
