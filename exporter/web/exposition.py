@@ -56,7 +56,7 @@ def _generate(registry: Collector, openmetrics: bool) -> bytes:
         return text_format.generate_latest(registry)
     # Every name and label name of the catalog is a legacy one (tests/unit/collectors/test_catalog.py), which both
     # escapings write unchanged: the same bytes. The default one rewrites each sample's name character by character
-    # first, which was over half of a render (bench/bench_real_brokers.py, profiled per thread).
+    # first: a third of a render (0.73 against 0.50 ms for the unit tests' rich snapshot).
     return openmetrics_format.generate_latest(registry, escaping=openmetrics_format.ALLOWUTF8)
 
 
