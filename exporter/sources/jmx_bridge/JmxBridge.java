@@ -192,6 +192,9 @@ public final class JmxBridge {
         long idleCheckSeconds = Math.max(1, Math.min(30, Long.parseLong(args[1])));
         timer.scheduleWithFixedDelay(() -> closeIdle(idleNanos), idleCheckSeconds, idleCheckSeconds, TimeUnit.SECONDS);
         log("started with " + workers + " workers");
+        // The exporter counts its reads' deadlines from here: a JVM starting on a loaded machine can take longer
+        // than one, and that is not the brokers' time.
+        respond("{\"ready\":true}");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {

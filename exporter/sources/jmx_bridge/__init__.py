@@ -44,6 +44,9 @@ BRIDGE_SOURCE = str(files(__name__) / "JmxBridge.java")
 
 # The bridge answers a little before the exporter's deadline, so a late answer is a broker's, not a bridge's.
 _ANSWER_MARGIN_SECONDS = 0.25
+# How long a new bridge may take to say it is ready (its JVM started) before it counts as broken: a JVM starts in
+# well under a second on an idle machine, and in several on a loaded one.
+START_ALLOWANCE_SECONDS = 60.0
 _STOP_SECONDS = 5.0
 # The JVM's initial heap is 1/64 of the RAM it sees (377 MB on a 24 GB host), and serial GC sizes its young generation
 # from it: the bridge sat at 268 MB RSS polling 500 brokers, 166 MB with this (live heap ~22 MB; bench_jmx_transports).
@@ -102,6 +105,11 @@ def _settle(future: asyncio.Future[list[dict]], items: list[dict] | None, error:
         future.set_result(items or [])
 
 
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class JmxBridge(JmxTransport):
     """The exporter's one bridge JVM, started on the first read and again after it died."""
 
@@ -114,17 +122,22 @@ class JmxBridge(JmxTransport):
         deadline_seconds: float,
         idle_seconds: float,
         tls: BridgeTls | None = None,
+        start_allowance_seconds: float = START_ALLOWANCE_SECONDS,
     ) -> None:
         self._java = java
         self._tls = tls
         self._workers = workers
         self._deadline_seconds = deadline_seconds
         self._idle_seconds = idle_seconds
+        self._start_allowance_seconds = start_allowance_seconds
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._pending: dict[int, _Pending] = {}
+        # The bridges that said they are ready, and the reads waiting for theirs to.
+        self._ready: set[subprocess.Popen[bytes]] = set()
+        self._awaiting_start: list[tuple[subprocess.Popen[bytes], asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._ids = itertools.count(1)
-        self._last_answer = self._started_at = time.monotonic()
+        self._last_answer = time.monotonic()
 
     def command(self) -> list[str]:
         """The bridge's command line: no credentials, they come over stdin."""
@@ -179,18 +192,18 @@ class JmxBridge(JmxTransport):
             "timeout_ms": round(1000 * max(deadline_seconds * 0.5, deadline_seconds - _ANSWER_MARGIN_SECONDS)),
             "queries": [query.to_query_string() for query in QUERIES],
         }
-        sent = time.monotonic()
         process = self._send(request_id, future, loop, broker, target, (json.dumps(request) + "\n").encode())
+        waiting_since = time.monotonic()
         try:
+            await self._started(process, loop)
+            # The deadline runs from here: a bridge starting for this cycle's reads takes its JVM's start-up first,
+            # which on a loaded machine took longer than a deadline and failed every broker of the cycle.
+            waiting_since = time.monotonic()
             return await asyncio.wait_for(future, deadline_seconds)
         except TimeoutError:
-            # Nothing at all came back since this request went out: the bridge is stuck, unless it is still starting.
-            # A bridge started for this cycle's reads (by this one, or by one sent alongside it) that has not
-            # answered yet is spared: its JVM start counts against their deadlines (on a loaded machine it can take
-            # longer than one), and the next cycle judges it. Killing it here killed every bridge slower to start
-            # than a deadline, cycle after cycle.
-            starting = self._last_answer == self._started_at and sent - self._started_at < deadline_seconds / 2
-            stalled = self._last_answer < sent and not starting
+            # Nothing at all came back since the deadline began: the bridge answers every read by its deadline
+            # itself (a slow broker's too), so it is stuck.
+            stalled = self._last_answer < waiting_since
             if stalled:
                 if self._kill(process):  # every read waiting on it lands here: one log line
                     log.warning("the JMX bridge answered nothing for %g s; restarting it", deadline_seconds)
@@ -205,6 +218,37 @@ class JmxBridge(JmxTransport):
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
+
+    async def _started(self, process: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        """Until ``process`` has said it is ready, or has exited (its reads then fail with its exit); a bridge that
+        says nothing within the start allowance is killed."""
+        with self._lock:
+            if process in self._ready or process.poll() is not None:
+                return
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._awaiting_start.append((process, loop, waiter))
+        try:
+            await asyncio.wait_for(waiter, self._start_allowance_seconds)
+        except TimeoutError:
+            if self._kill(process):
+                log.warning("the JMX bridge did not start within %g s; restarting it", self._start_allowance_seconds)
+            raise JmxError(
+                Reason.JMX_BRIDGE,
+                f"the JMX bridge did not start within {self._start_allowance_seconds:g} s; it is restarted",
+            ) from None
+
+    def _release_start(self, process: subprocess.Popen[bytes], ready: bool) -> None:
+        """The reads waiting for ``process`` to start go on: it is ready, or it exited (not ready)."""
+        with self._lock:
+            if ready:
+                self._ready.add(process)
+            else:
+                self._ready.discard(process)
+            waiting = [entry for entry in self._awaiting_start if entry[0] is process]
+            self._awaiting_start = [entry for entry in self._awaiting_start if entry[0] is not process]
+        for _, loop, waiter in waiting:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_release, waiter)
 
     def close(self) -> None:
         """Stop the bridge: it closes its connections when its stdin closes; killed if it does not exit."""
@@ -258,7 +302,6 @@ class JmxBridge(JmxTransport):
                 Reason.JAVA_NOT_FOUND, f"java executable {self._java.path!r} not found; set java.path"
             ) from None
         log.info("started the JMX bridge (pid %d, %d workers)", process.pid, self._workers)
-        self._last_answer = self._started_at = time.monotonic()
         assert process.stdout is not None and process.stderr is not None
         threading.Thread(
             target=self._read_answers, args=(process, process.stdout), name="jmx-bridge-stdout", daemon=True
@@ -280,8 +323,11 @@ class JmxBridge(JmxTransport):
             self._last_answer = time.monotonic()
             try:
                 answer = json.loads(line, strict=False)  # jmxquery's items may hold raw control characters
+                if answer.get("ready") is True:
+                    self._release_start(process, ready=True)
+                    continue
                 request_id = answer["id"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("unreadable answer from the JMX bridge: %r", line[:200])
                 continue
             with self._lock:
@@ -289,6 +335,7 @@ class JmxBridge(JmxTransport):
             if pending is not None:
                 self._resolve(pending, answer)
         code = process.wait()
+        self._release_start(process, ready=False)
         with self._lock:
             unexpected = self._process is process  # close() and _kill() let go of it first
             if unexpected:

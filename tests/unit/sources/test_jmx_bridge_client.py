@@ -13,21 +13,24 @@ import pytest
 
 from exporter.sources.base import Reason
 from exporter.sources.jmx import JavaRuntime, JmxError, JmxTarget
-from exporter.sources.jmx_bridge import JmxBridge
+from exporter.sources.jmx_bridge import START_ALLOWANCE_SECONDS, JmxBridge
 
-# argv: [script, mode, marker, <the bridge's JVM options and arguments>]. Answers in reverse order of arrival
-# ("pairs"), so matching by id is tested; "die-once" exits on its first request while the marker is absent;
-# "slow-start" reads nothing for its first second, as a JVM starting on a loaded machine.
+# argv: [script, mode, marker, <the bridge's JVM options and arguments>]. Says it is ready, as the bridge does once
+# its JVM started, then answers in reverse order of arrival ("pairs"), so matching by id is tested; "die-once" exits
+# on its first request while the marker is absent; "slow-start" is ready only after a second, as a JVM starting on a
+# loaded machine; "mute" never says it is ready; "silent" answers nothing.
 STAND_IN = textwrap.dedent(
     """
     import json, os, sys, time
     mode, marker = sys.argv[1], sys.argv[2]
     if mode == "slow-start":
         time.sleep(1.0)
+    if mode != "mute":
+        print(json.dumps({"ready": True}), flush=True)
     held = []
     for line in sys.stdin:
         request = json.loads(line)
-        if mode == "silent":
+        if mode in ("silent", "mute"):
             continue
         if mode == "die-once" and not os.path.exists(marker):
             open(marker, "w").close()
@@ -46,13 +49,14 @@ STAND_IN = textwrap.dedent(
 
 
 @pytest.fixture
-def stand_in(tmp_path: Path) -> Iterator[Callable[[str], JmxBridge]]:
+def stand_in(tmp_path: Path) -> Iterator[Callable[..., JmxBridge]]:
     script = tmp_path / "bridge.py"
     script.write_text(STAND_IN)
     bridges: list[JmxBridge] = []
 
-    def make(mode: str) -> JmxBridge:
-        bridge = JmxBridge(JavaRuntime(sys.executable, (str(script), mode, str(tmp_path / "died"))), 2, 1.0, 60)
+    def make(mode: str, start_allowance_seconds: float = START_ALLOWANCE_SECONDS) -> JmxBridge:
+        java = JavaRuntime(sys.executable, (str(script), mode, str(tmp_path / "died")))
+        bridge = JmxBridge(java, 2, 1.0, 60, start_allowance_seconds=start_allowance_seconds)
         bridges.append(bridge)
         return bridge
 
@@ -61,7 +65,7 @@ def stand_in(tmp_path: Path) -> Iterator[Callable[[str], JmxBridge]]:
         bridge.close()
 
 
-def test_answers_are_matched_by_id_and_errors_keep_no_password(stand_in: Callable[[str], JmxBridge]) -> None:
+def test_answers_are_matched_by_id_and_errors_keep_no_password(stand_in: Callable[..., JmxBridge]) -> None:
     bridge = stand_in("pairs")
 
     async def cycle() -> list[object]:
@@ -78,7 +82,7 @@ def test_answers_are_matched_by_id_and_errors_keep_no_password(stand_in: Callabl
 
 
 def test_a_bridge_that_dies_fails_its_reads_and_the_next_read_gets_a_new_one(
-    stand_in: Callable[[str], JmxBridge],
+    stand_in: Callable[..., JmxBridge],
 ) -> None:
     bridge = stand_in("die-once")
     # A deadline far beyond the stand-in's start: on a loaded machine (load 20 on two cores) a 1 s one was lost to the
@@ -90,18 +94,25 @@ def test_a_bridge_that_dies_fails_its_reads_and_the_next_read_gets_a_new_one(
     assert asyncio.run(bridge.read("c/1", JmxTarget("u1"), 30.0)) == [{"mBeanName": "c/1", "value": 1}]
 
 
-def test_a_silent_bridge_is_killed_and_replaced(stand_in: Callable[[str], JmxBridge]) -> None:
+def test_a_silent_bridge_is_killed_and_replaced(stand_in: Callable[..., JmxBridge]) -> None:
     bridge = stand_in("silent")
-    with pytest.raises(JmxError) as excinfo:
-        asyncio.run(bridge.read("c/1", JmxTarget("u1"), 0.5))
-    # The read that started it may have lost its deadline to the JVM start: the broker's timeout, not the bridge's.
-    assert excinfo.value.reason == Reason.TIMEOUT
-    assert bridge.pid is not None
+    # Ready, then nothing for a whole deadline, which the bridge answers every read by, a slow broker's too: stuck.
     with pytest.raises(JmxError) as excinfo:
         asyncio.run(bridge.read("c/1", JmxTarget("u1"), 0.5))
     assert excinfo.value.reason == Reason.JMX_BRIDGE
     assert "answered nothing for 0.5 s" in str(excinfo.value)
     assert bridge.pid is None  # killed; the next read starts another
+
+
+def test_a_bridge_that_never_says_it_is_ready_is_killed_after_the_start_allowance(
+    stand_in: Callable[..., JmxBridge],
+) -> None:
+    bridge = stand_in("mute", start_allowance_seconds=1.0)
+    with pytest.raises(JmxError) as excinfo:
+        asyncio.run(bridge.read("c/1", JmxTarget("u1"), 0.5))
+    assert excinfo.value.reason == Reason.JMX_BRIDGE
+    assert "did not start within 1 s" in str(excinfo.value)
+    assert bridge.pid is None
 
 
 def test_missing_java_is_reported() -> None:
@@ -111,7 +122,9 @@ def test_missing_java_is_reported() -> None:
     assert excinfo.value.reason == Reason.JAVA_NOT_FOUND
 
 
-def test_reads_sent_while_the_bridge_starts_time_out_without_killing_it(stand_in: Callable[[str], JmxBridge]) -> None:
+def test_reads_sent_while_the_bridge_starts_get_their_whole_deadline_once_it_is_ready(
+    stand_in: Callable[..., JmxBridge],
+) -> None:
     bridge = stand_in("slow-start")
 
     async def cycle() -> list[object]:
@@ -119,16 +132,15 @@ def test_reads_sent_while_the_bridge_starts_time_out_without_killing_it(stand_in
             bridge.read("c/1", JmxTarget("u1"), 0.5), bridge.read("c/2", JmxTarget("u2"), 0.5), return_exceptions=True
         )
 
-    # Both reads lost their deadline to the start; neither may take the starting bridge for a stuck one.
-    results = asyncio.run(cycle())
-    assert [getattr(result, "reason", result) for result in results] == [Reason.TIMEOUT, Reason.TIMEOUT]
+    # A start twice as long as their deadline: not the brokers' time (it failed every broker of the first cycle).
+    assert asyncio.run(cycle()) == [[{"mBeanName": "c/1", "value": 1}], [{"mBeanName": "c/2", "value": 1}]]
     started = bridge.pid
     assert started is not None
     assert asyncio.run(bridge.read("c/1", JmxTarget("u1"), 5.0)) == [{"mBeanName": "c/1", "value": 1}]
     assert bridge.pid == started
 
 
-def test_pending_brokers_are_the_reads_still_waiting_for_an_answer(stand_in: Callable[[str], JmxBridge]) -> None:
+def test_pending_brokers_are_the_reads_still_waiting_for_an_answer(stand_in: Callable[..., JmxBridge]) -> None:
     bridge = stand_in("pairs")  # holds the first answer until a second request arrives
 
     async def cycle() -> tuple[list[str], list[str], object]:
