@@ -11,6 +11,7 @@ new bridge. The pipes are served by threads, so any event loop may read and `clo
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -105,11 +106,6 @@ def _settle(future: asyncio.Future[list[dict]], items: list[dict] | None, error:
         future.set_result(items or [])
 
 
-def _release(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 class JmxBridge(JmxTransport):
     """The exporter's one bridge JVM, started on the first read and again after it died."""
 
@@ -133,9 +129,8 @@ class JmxBridge(JmxTransport):
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._pending: dict[int, _Pending] = {}
-        # The bridges that said they are ready, and the reads waiting for theirs to.
-        self._ready: set[subprocess.Popen[bytes]] = set()
-        self._awaiting_start: list[tuple[subprocess.Popen[bytes], asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        # Per bridge process, done once it said it is ready or exited: what reads sent while it starts wait for.
+        self._ready: dict[subprocess.Popen[bytes], concurrent.futures.Future[None]] = {}
         self._ids = itertools.count(1)
         self._last_answer = time.monotonic()
 
@@ -195,7 +190,7 @@ class JmxBridge(JmxTransport):
         process = self._send(request_id, future, loop, broker, target, (json.dumps(request) + "\n").encode())
         waiting_since = time.monotonic()
         try:
-            await self._started(process, loop)
+            await self._started(process)
             # The deadline runs from here: a bridge starting for this cycle's reads takes its JVM's start-up first,
             # which on a loaded machine took longer than a deadline and failed every broker of the cycle.
             waiting_since = time.monotonic()
@@ -219,16 +214,15 @@ class JmxBridge(JmxTransport):
             with self._lock:
                 self._pending.pop(request_id, None)
 
-    async def _started(self, process: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+    async def _started(self, process: subprocess.Popen[bytes]) -> None:
         """Until ``process`` has said it is ready, or has exited (its reads then fail with its exit); a bridge that
         says nothing within the start allowance is killed."""
-        with self._lock:
-            if process in self._ready or process.poll() is not None:
-                return
-            waiter: asyncio.Future[None] = loop.create_future()
-            self._awaiting_start.append((process, loop, waiter))
+        ready = self._ready.get(process)
+        if ready is None or ready.done():
+            return
         try:
-            await asyncio.wait_for(waiter, self._start_allowance_seconds)
+            # Shielded: a read that gives up must not cancel what the other reads of this bridge wait for.
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(ready)), self._start_allowance_seconds)
         except TimeoutError:
             if self._kill(process):
                 log.warning("the JMX bridge did not start within %g s; restarting it", self._start_allowance_seconds)
@@ -236,19 +230,6 @@ class JmxBridge(JmxTransport):
                 Reason.JMX_BRIDGE,
                 f"the JMX bridge did not start within {self._start_allowance_seconds:g} s; it is restarted",
             ) from None
-
-    def _release_start(self, process: subprocess.Popen[bytes], ready: bool) -> None:
-        """The reads waiting for ``process`` to start go on: it is ready, or it exited (not ready)."""
-        with self._lock:
-            if ready:
-                self._ready.add(process)
-            else:
-                self._ready.discard(process)
-            waiting = [entry for entry in self._awaiting_start if entry[0] is process]
-            self._awaiting_start = [entry for entry in self._awaiting_start if entry[0] is not process]
-        for _, loop, waiter in waiting:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(_release, waiter)
 
     def close(self) -> None:
         """Stop the bridge: it closes its connections when its stdin closes; killed if it does not exit."""
@@ -302,6 +283,7 @@ class JmxBridge(JmxTransport):
                 Reason.JAVA_NOT_FOUND, f"java executable {self._java.path!r} not found; set java.path"
             ) from None
         log.info("started the JMX bridge (pid %d, %d workers)", process.pid, self._workers)
+        self._ready[process] = concurrent.futures.Future()
         assert process.stdout is not None and process.stderr is not None
         threading.Thread(
             target=self._read_answers, args=(process, process.stdout), name="jmx-bridge-stdout", daemon=True
@@ -324,7 +306,8 @@ class JmxBridge(JmxTransport):
             try:
                 answer = json.loads(line, strict=False)  # jmxquery's items may hold raw control characters
                 if answer.get("ready") is True:
-                    self._release_start(process, ready=True)
+                    if not self._ready[process].done():
+                        self._ready[process].set_result(None)
                     continue
                 request_id = answer["id"]
             except (ValueError, KeyError, TypeError, AttributeError):
@@ -335,7 +318,9 @@ class JmxBridge(JmxTransport):
             if pending is not None:
                 self._resolve(pending, answer)
         code = process.wait()
-        self._release_start(process, ready=False)
+        ready = self._ready.pop(process)
+        if not ready.done():  # exited before it was ready: its reads go on to fail with the exit
+            ready.set_result(None)
         with self._lock:
             unexpected = self._process is process  # close() and _kill() let go of it first
             if unexpected:
