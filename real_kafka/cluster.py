@@ -17,7 +17,10 @@ brokers; it stops the other way round (a broker's controlled shutdown needs ZooK
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
+import logging
+import shutil
 import subprocess
 import time
 import uuid
@@ -31,6 +34,8 @@ from real_kafka.broker import ClusterLayout, KafkaNode, NodeFailed, NodeOptions,
 from real_kafka.config import SCRAM_MECHANISM, NodePorts, NodeRoles
 from real_kafka.distribution import distribution
 from real_kafka.zookeeper import ZooKeeperServer
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FIRST_CONTROLLER_ID", "KafkaCluster", "new_cluster_id", "start_clusters"]
 
@@ -246,9 +251,29 @@ class KafkaCluster:
         self.stop()
 
 
+#: What a KRaft controller (3.7 to 3.9) logs when the cluster's bootstrap records were lost: the quorum's first leader
+#: appended them (the metadata.version the storage was formatted with) and lost the leadership before they were
+#: committed, so the next leader found a log without a metadata.version and took it for 3.0-IV1 for good
+#: (ActivationRecordsGenerator). A suite run met it once: six elections in two seconds while three JVMs started on two
+#: cores; the cluster then ran at 3.0-IV1 and 4.4.0 refused its log.
+LOST_BOOTSTRAP = "No metadata.version feature level record was found in the log"
+
+
+def lost_bootstrap(cluster: KafkaCluster, since: Mapping[int, int]) -> bool:
+    """Whether a controller of ``cluster`` logged LOST_BOOTSTRAP after byte ``since[node_id]`` of its server.log."""
+    for node in cluster.controllers():
+        with contextlib.suppress(FileNotFoundError), node.logs.server_log.open("rb") as log:
+            log.seek(since.get(node.node_id, 0))
+            if LOST_BOOTSTRAP.encode() in log.read():
+                return True
+    return False
+
+
 def start_clusters(*clusters: KafkaCluster, timeout: float = 120.0) -> list[list[StartTiming]]:
     """Start several clusters together: every node formatted in parallel, then every node launched (a quorum
-    elects a leader only once a majority runs), then each waited for. On failure everything is stopped."""
+    elects a leader only once a majority runs), then each waited for. A KRaft cluster whose bootstrap records were
+    lost (LOST_BOOTSTRAP) is stopped, its storage formatted again and started once more. On failure everything is
+    stopped."""
     nodes = [node for cluster in clusters for node in cluster.nodes.values()]
     formatting: list[tuple[KafkaNode, subprocess.Popen[bytes] | None]] = []
     adding: list[tuple[str, subprocess.Popen[bytes]]] = []
@@ -262,7 +287,24 @@ def start_clusters(*clusters: KafkaCluster, timeout: float = 120.0) -> list[list
             node.finish_format(process)
         for node in nodes:
             node.launch()
-        return [[node.wait_ready(timeout) for node in cluster.nodes.values()] for cluster in clusters]
+        timings = [[node.wait_ready(timeout) for node in cluster.nodes.values()] for cluster in clusters]
+        for index, cluster in enumerate(clusters):
+            if cluster.zookeeper is not None or not lost_bootstrap(cluster, {}):
+                continue
+            log.warning("Kafka lost the bootstrap metadata.version of %s; formatting it again", cluster.directory)
+            cluster.stop()
+            since = {node.node_id: node.logs.server_log.stat().st_size for node in cluster.controllers()}
+            for node in cluster.nodes.values():
+                shutil.rmtree(node.data_dir)
+            formatting = [(node, node.begin_format()) for node in cluster.nodes.values()]
+            for node, process in formatting:
+                node.finish_format(process)
+            for node in cluster.nodes.values():
+                node.launch()
+            timings[index] = [node.wait_ready(timeout) for node in cluster.nodes.values()]
+            if lost_bootstrap(cluster, since):
+                raise NodeFailed(f"Kafka lost the bootstrap metadata.version of {cluster.directory} twice")
+        return timings
     except BaseException:
         for _, process in [*formatting, *adding]:
             if process is not None and process.poll() is None:
