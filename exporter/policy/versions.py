@@ -86,6 +86,9 @@ def _pre_release(qualifier: str) -> tuple[tuple[int, int | str], ...] | None:
     return tuple((0, int(token)) if token.isdigit() else (1, token.lower()) for token in tokens)
 
 
+# Asked every cycle for the same few strings (each client's version, each broker channel's holder release, about
+# 25 a broker): each is parsed once while recently seen. ClientVersion is frozen, so the cached value is shared safely.
+@functools.lru_cache(maxsize=4096)
 def parse_version(text: str) -> ClientVersion | None:
     """The parsed version, or None when `text` is not a version (never a guess).
 

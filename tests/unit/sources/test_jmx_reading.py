@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import copy
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.config.settings import Settings
 from exporter.judging.clients import ClientJudge
 from exporter.policy import load_policy
 from exporter.snapshot import JmxReading, Snapshot, SourceKey, SourceResult
-from exporter.sources.jmx import parse_reading
+from exporter.sources import jmx
+from exporter.sources.jmx import JmxSource, JmxTarget, JmxTransport, parse_reading
 from exporter.sources.object_name import parse_object_name
 from exporter.web.exposition import Exposition, render_snapshot
 
@@ -240,3 +245,47 @@ def test_a_kraft_node_names_the_quorum_leader_and_none_while_it_knows_no_leader(
     assert parse_reading([leader(3.0)]).quorum_leader == 3
     assert parse_reading([leader(-1.0)]).quorum_leader is None
     assert parse_reading([]).active_controller is None
+
+
+class _Answers(JmxTransport):
+    """A transport that answers each broker's reads from a list, in turn."""
+
+    uses_slots = False
+
+    def __init__(self, answers: dict[str, list[list[dict]]]) -> None:
+        self.answers = answers
+
+    async def read(self, broker: str, target: JmxTarget, deadline_seconds: float) -> list[dict]:
+        return copy.deepcopy(self.answers[broker].pop(0))  # a new list every read, as the bridge's JSON is
+
+
+def test_a_broker_answering_as_last_cycle_is_not_parsed_again_and_a_change_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fewer = [item for item in ITEMS if item["value"] != 3.0]
+    url = "service:jmx:rmi:///jndi/rmi://h:9999/jmxrmi"
+    settings = Settings(clusters=[{"name": "c", "brokers": [{"id": 1, "jmx_url": url}, {"id": 2, "jmx_url": url}]}])
+    transport = _Answers({"c/1": [ITEMS, ITEMS, fewer, ITEMS], "c/2": [ITEMS]})
+    source = JmxSource(settings.clusters[0], transport, 1.0, None)
+    parsed: list[int] = []
+
+    def counted(items: list[dict]) -> JmxReading:
+        parsed.append(len(items))
+        return parse_reading(items)
+
+    monkeypatch.setattr(jmx, "parse_reading", counted)
+
+    async def read_all(brokers: list[str]) -> list[JmxReading]:
+        readings = [await poll.read() for poll in source.polls({}) if poll.broker in brokers]
+        return [r for r in readings if isinstance(r, JmxReading)]
+
+    def cycle(brokers: list[str]) -> list[JmxReading]:
+        return asyncio.run(read_all(brokers))
+
+    first, again = cycle(["1", "2"]), cycle(["1"])
+    assert again[0] == first[0] == first[1] and parsed == [len(ITEMS), len(ITEMS)]  # broker 1 parsed once
+    changed = cycle(["1"])[0]
+    assert parsed[-1] == len(fewer)
+    assert sum(c.connections for c in changed.clients) == sum(c.connections for c in first[0].clients) - 3
+    assert cycle(["1"])[0] == first[0]  # back to the first answer: parsed again, not served from the change
+    assert parsed == [len(ITEMS), len(ITEMS), len(fewer), len(ITEMS)]
