@@ -48,6 +48,12 @@ _ANSWER_MARGIN_SECONDS = 0.25
 # How long a new bridge may take to say it is ready (its JVM started) before it counts as broken: a JVM starts in
 # well under a second on an idle machine, and in several on a loaded one.
 START_ALLOWANCE_SECONDS = 60.0
+# How long a bridge may say nothing at all before it counts as stuck, when that is longer than a read's deadline. It
+# answers every read by the deadline itself, but a JVM starved of CPU (a loaded machine; just started, loading RMI's
+# classes for its first connections) misses a short deadline's answers by a second or two, and restarting it then
+# only starts another JVM into the same starvation: with a 1 s interval under the suite's load, three restarts in ten
+# seconds left the exporter stale (a suite run at 8a6e8f6).
+STALL_SECONDS = 5.0
 _STOP_SECONDS = 5.0
 # The JVM's initial heap is 1/64 of the RAM it sees (377 MB on a 24 GB host), and serial GC sizes its young generation
 # from it: the bridge sat at 268 MB RSS polling 500 brokers, 166 MB with this (live heap ~22 MB; bench_jmx_transports).
@@ -119,6 +125,7 @@ class JmxBridge(JmxTransport):
         idle_seconds: float,
         tls: BridgeTls | None = None,
         start_allowance_seconds: float = START_ALLOWANCE_SECONDS,
+        stall_seconds: float = STALL_SECONDS,
     ) -> None:
         self._java = java
         self._tls = tls
@@ -126,6 +133,7 @@ class JmxBridge(JmxTransport):
         self._deadline_seconds = deadline_seconds
         self._idle_seconds = idle_seconds
         self._start_allowance_seconds = start_allowance_seconds
+        self._stall_seconds = stall_seconds
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._pending: dict[int, _Pending] = {}
@@ -196,16 +204,15 @@ class JmxBridge(JmxTransport):
             waiting_since = time.monotonic()
             return await asyncio.wait_for(future, deadline_seconds)
         except TimeoutError:
-            # Nothing at all came back since the deadline began: the bridge answers every read by its deadline
-            # itself (a slow broker's too), so it is stuck.
-            stalled = self._last_answer < waiting_since
-            if stalled:
+            # Nothing at all came back since the deadline began (the bridge answers every read by its deadline
+            # itself, a slow broker's too), nor for the stall allowance: it is stuck.
+            silent = time.monotonic() - self._last_answer
+            if self._last_answer < waiting_since and silent >= max(deadline_seconds, self._stall_seconds):
                 if self._kill(process):  # every read waiting on it lands here: one log line
-                    log.warning("the JMX bridge answered nothing for %g s; restarting it", deadline_seconds)
+                    log.warning("the JMX bridge answered nothing for %.1f s; restarting it", silent)
                 raise JmxError(
                     Reason.JMX_BRIDGE,
-                    f"the JMX bridge answered nothing for {deadline_seconds:g} s (reading {target.url}); "
-                    "it is restarted",
+                    f"the JMX bridge answered nothing for {silent:.1f} s (reading {target.url}); it is restarted",
                 ) from None
             raise JmxError(
                 Reason.TIMEOUT, f"JMX query at {target.url} did not finish within {deadline_seconds:g} s"
