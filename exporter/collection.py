@@ -142,7 +142,7 @@ class CollectionLoop:
         self._forget_gone({r.key for r in results})
         self._sequence += 1
         clusters = tuple(c.name for c in self._settings.clusters)
-        accounts = self._not_named_yet.hold(results, account(clusters, results))
+        accounts = self._not_named_yet.hold(results, account(clusters, results), started)
         clients = self._judge.judge(results, accounts)
         identities, identity_series_dropped = join_identities(results, clients, self._max_identity_series)
         return Snapshot(

@@ -245,8 +245,8 @@ class ListenerOwn:
     # The KRaft controllers whose migration connections to ZooKeeper-mode brokers, counted by no MBean, may be among
     # those in doubt.
     uncounted_from: tuple[str, ...] = ()
-    # Of those in doubt, the `unknown` connections accepted since the last cycle that may not have sent their
-    # ApiVersions yet (judging/not_named_yet.py): judged next cycle if they stay.
+    # Of those in doubt, the `unknown` connections too new to be judged: they may not have sent their ApiVersions yet
+    # (judging/not_named_yet.py); judged once they were there for ten seconds and a cycle.
     not_named_yet: int = 0
 
     @property

@@ -8,17 +8,21 @@ every other broker reconnects within seconds, is when it happens, and is when an
 (seen on a real 3.9.2 controller during the migration to KRaft: one `unknown_software` violation for one cycle, while
 a broker restarted in KRaft mode reconnected to it).
 
-So an ``unknown`` connection that the account says is a client's for certain is judged once it was there in the
-cycle before: those beyond the previous cycle's count on that broker and listener are in doubt for this cycle
-(`kafka_client_unverified_connections`, the status page says why), neither a violation nor hidden. A client that
-really names no software stays, and is judged one cycle later. The exporter's first cycle of a cluster has no
+So an ``unknown`` connection that the account says is a client's for certain is judged once it was there in every
+cycle of the last HOLD_SECONDS and in the cycle before: those beyond the smallest count those cycles saw on that broker
+and listener are in doubt (`kafka_client_unverified_connections`, the status page says why), neither a violation nor
+hidden. The window is in seconds, not cycles, because the moment lasts as long as the broker takes to read the
+request, not as long as the exporter's interval: a 3.9.2 controller starved of CPU, with its brokers reconnecting to it
+after a restart, showed one connection `unknown` in two cycles one second apart (a suite run on a loaded machine). At
+the default interval (30 s) the window is the cycle before; at 1 s it is ten cycles. A client that really names no
+software stays, and is judged HOLD_SECONDS (or one cycle) later. The exporter's first cycle of a cluster has no
 previous one and judges as it finds.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
 
 from exporter.judging.own_connections import ClusterAccount
@@ -27,6 +31,9 @@ from exporter.snapshot import BrokerListenerOwn, JmxReading, ListenerOwn, Source
 
 # (broker, listener)
 _Where = tuple[str, str]
+
+#: How long at the least a new `unknown` connection stays in doubt (see the module's docstring).
+HOLD_SECONDS = 10.0
 
 
 def _unknown_counted(results: Iterable[SourceResult]) -> dict[str, dict[_Where, int]]:
@@ -43,17 +50,21 @@ def _unknown_counted(results: Iterable[SourceResult]) -> dict[str, dict[_Where, 
 
 
 class NotNamedYet:
-    """Holds each cycle's new `unknown` client connections in doubt for that cycle. Stateful across cycles: the
-    previous cycle's certain `unknown` connections per cluster, broker and listener."""
+    """Holds new `unknown` client connections in doubt until they were seen for HOLD_SECONDS and one cycle.
+    Stateful across cycles: per cluster, the certain `unknown` connections per broker and listener of the cycles
+    that the next one may look back on."""
 
-    def __init__(self) -> None:
-        self._before: dict[str, dict[_Where, int]] = {}
+    def __init__(self, hold_seconds: float = HOLD_SECONDS) -> None:
+        self._hold_seconds = hold_seconds
+        # Per cluster, oldest first: (when the cycle began, its counts).
+        self._seen: dict[str, deque[tuple[float, dict[_Where, int]]]] = {}
 
     def hold(
-        self, results: Iterable[SourceResult], accounts: Mapping[str, ClusterAccount]
+        self, results: Iterable[SourceResult], accounts: Mapping[str, ClusterAccount], now: float
     ) -> dict[str, ClusterAccount]:
-        """``accounts`` with the `unknown` connections that are clients' for certain now but were not in the cycle
-        before moved from certain to in doubt."""
+        """``accounts`` with the `unknown` connections that are clients' for certain now but were not in every cycle
+        since ``now`` (a monotonic clock's reading at the cycle's start) less the hold, nor in the cycle before,
+        moved from certain to in doubt."""
         counted = _unknown_counted(results)
         held: dict[str, ClusterAccount] = {}
         for cluster, cluster_account in accounts.items():
@@ -64,13 +75,18 @@ class NotNamedYet:
             }
             certain = {where: n for where, n in counted.get(cluster, {}).items() if n}
             certain.update({where: own.clients_certain for where, own in mine.items()})
-            before = self._before.get(cluster)
-            self._before[cluster] = certain
-            newcomers = {
-                where: n - before.get(where, 0)
-                for where, n in certain.items()
-                if before is not None and n > before.get(where, 0)
-            }
+            seen = self._seen.setdefault(cluster, deque())
+            since = now - self._hold_seconds
+            window = [counts for when, counts in seen if when >= since] or [counts for _, counts in list(seen)[-1:]]
+            newcomers = {}
+            if window:
+                for where, n in certain.items():
+                    surely = min(counts.get(where, 0) for counts in window)
+                    if n > surely:
+                        newcomers[where] = n - surely
+            seen.append((now, certain))
+            while seen[0][0] < since and len(seen) > 1:
+                seen.popleft()
             held[cluster] = cluster_account
             if newcomers:
                 held[cluster] = _held(cluster, cluster_account, newcomers, counted[cluster])

@@ -37,8 +37,9 @@ The document::
           unread_brokers   the brokers whose own channels could not be read, when some connections are in doubt
           uncounted_from   the KRaft controllers whose migration connections to ZooKeeper-mode brokers (counted in
                            no MBean) may be among those in doubt
-          not_named_yet    of those in doubt, `unknown` connections accepted since the last cycle, which may not
-                           have sent their ApiVersions yet (judged the next cycle if they stay unnamed)
+          not_named_yet    of those in doubt, `unknown` connections accepted in the last ten seconds or since the
+                           last cycle, which may not have sent their ApiVersions yet (judged once they stayed
+                           unnamed that long)
 """
 
 from __future__ import annotations

@@ -187,8 +187,8 @@ def test_a_connection_too_new_to_have_named_itself_is_in_doubt_and_the_page_says
 
     first, now = cluster_39(jmx_down=("2",)), cluster_39()
     hold = NotNamedYet()
-    hold.hold(first.results, account(["prod"], first.results))
-    accounts = hold.hold(now.results, account(["prod"], now.results))
+    hold.hold(first.results, account(["prod"], first.results), 0.0)
+    accounts = hold.hold(now.results, account(["prod"], now.results), 30.0)
     snapshot = replace(
         now,
         clients=ClientJudge(load_policy(None), 100).judge(now.results, accounts),
@@ -197,9 +197,9 @@ def test_a_connection_too_new_to_have_named_itself_is_in_doubt_and_the_page_says
     )
     words = text(render_status_page(snapshot, NOW))
     assert (
-        "On listener PLAINTEXT, 2 connections counted as unknown unknown were accepted since the last cycle and may "
-        "not have sent their ApiVersions yet (a broker counts every new connection so until then): in doubt this "
-        "cycle, judged the next if they stay unnamed (kafka_client_unverified_connections)."
+        "On listener PLAINTEXT, 2 connections counted as unknown unknown were accepted within the last ten seconds or "
+        "since the last cycle and may not have sent their ApiVersions yet (a broker counts every new connection so "
+        "until then): in doubt until then, judged if they stay unnamed (kafka_client_unverified_connections)."
     ) in words
     assert "may be the brokers' own channels" not in words
     rows = {row["software"]: row for row in tables_of(render_status_page(snapshot, NOW))["inventory-prod"]}
