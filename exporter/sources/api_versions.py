@@ -18,9 +18,19 @@ from exporter.sources.kafka_session import BrokerAddress, KafkaSession
 
 log = logging.getLogger(__name__)
 
-# How long a broker's listener names are kept before they are asked again, and how long after a failure.
+# How long a broker's listener names are kept before they are asked again, and how long at the most after a failure.
 LISTENERS_TTL_SECONDS = 600.0
 LISTENERS_RETRY_SECONDS = 60.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Listeners:
+    """A broker's listener names as last asked (None after a failure), and when to ask again."""
+
+    known: BrokerListeners | None
+    ask_at: float  # time.monotonic()
+    failures: int = 0  # in a row
+    polls_to_skip: int = 0  # after a failure, the polls that ask no more before ask_at
 
 
 class ApiVersionsSource(Source):
@@ -32,8 +42,7 @@ class ApiVersionsSource(Source):
         self._session = session
         # The highest ApiVersions version each broker advertised last time: where its next poll starts.
         self._start_version: dict[int, int] = {}
-        # Each broker's listener names (None after a failure) and when to ask again.
-        self._listeners: dict[int, tuple[float, BrokerListeners | None]] = {}
+        self._listeners: dict[int, _Listeners] = {}
 
     def polls(self, earlier: Mapping[SourceName, Sequence[SourceResult]]) -> list[Poll]:
         brokers = self._discovery.brokers()
@@ -53,15 +62,25 @@ class ApiVersionsSource(Source):
         return dataclasses.replace(facts, listeners=await self._broker_listeners(broker.node_id, facts))
 
     async def _broker_listeners(self, node_id: int, facts: BrokerFacts) -> BrokerListeners | None:
-        """The broker's listener names, asked again every LISTENERS_TTL_SECONDS. A failure does
-        not fail the ApiVersions poll: its own channels then count as unread (exporter/judging/own_connections.py)."""
-        again, listeners = self._listeners.get(node_id, (float("-inf"), None))
-        if time.monotonic() < again:
-            return listeners
+        """The broker's listener names, asked again every LISTENERS_TTL_SECONDS. A failure does not fail the
+        ApiVersions poll: its own channels then count as unread (exporter/judging/own_connections.py) until they are
+        asked again, at the next poll, then after 1, 3, 7 ... polls more and LISTENERS_RETRY_SECONDS at the most. A
+        request that timed out on a loaded broker is asked again at once: waiting a minute left its channels unread
+        for sixty cycles of a one-second interval (a suite run with the cores shared); one the broker refuses, say
+        for want of an ACL, costs a request a minute once it has failed six times."""
+        last = self._listeners.get(node_id)
+        now = time.monotonic()
+        if last is not None and now < last.ask_at:
+            if last.known is not None:
+                return last.known
+            if last.polls_to_skip > 0:
+                self._listeners[node_id] = dataclasses.replace(last, polls_to_skip=last.polls_to_skip - 1)
+                return None
         try:
             listeners = await self._session.call(read_broker_listeners, node_id, facts)
         except SourceError as error:
-            if node_id not in self._listeners or self._listeners[node_id][1] is not None:
+            failures = last.failures + 1 if last is not None and last.known is None else 1
+            if failures == 1:
                 log.warning(
                     "%s/%s: cannot read the broker's listener names, so its own connections cannot be told from "
                     "clients': %s",
@@ -69,7 +88,8 @@ class ApiVersionsSource(Source):
                     node_id,
                     error,
                 )
-            listeners = None
-        ttl = LISTENERS_TTL_SECONDS if listeners is not None else LISTENERS_RETRY_SECONDS
-        self._listeners[node_id] = (time.monotonic() + ttl, listeners)
+            skip = 2 ** (failures - 1) - 1
+            self._listeners[node_id] = _Listeners(None, time.monotonic() + LISTENERS_RETRY_SECONDS, failures, skip)
+            return None
+        self._listeners[node_id] = _Listeners(listeners, time.monotonic() + LISTENERS_TTL_SECONDS)
         return listeners
