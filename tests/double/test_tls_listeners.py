@@ -342,16 +342,20 @@ def test_the_java_client_over_ssl_mtls_and_sasl_ssl(double: DoubleCluster, mater
             "sasl.jaas.config": scram,
         },
     }
+    # Four JVMs start at once: on a loaded machine each takes its time to reach its first handshake, which the
+    # clients' own deadline (bootstrap_timeout) counts. The refused one fails at that handshake, not at its deadline:
+    # with 5 s it once timed out first (a CI run on a loaded machine), which says nothing about the handshake.
     clients = [
-        start_client(ClientKind.JAVA, double.bootstrap(name), properties=props) for name, props in settings.items()
+        start_client(ClientKind.JAVA, double.bootstrap(name), bootstrap_timeout=60, properties=props)
+        for name, props in settings.items()
     ]
     # Without a key store on the mTLS listener: the alert after the TLS 1.3 handshake, as Kafka's client reports it.
-    refused = start_client(ClientKind.JAVA, double.bootstrap("MTLS"), bootstrap_timeout=5, properties=settings["SSL"])
+    refused = start_client(ClientKind.JAVA, double.bootstrap("MTLS"), bootstrap_timeout=60, properties=settings["SSL"])
     with refused, pytest.raises(ClientError, match="SslAuthenticationException: Failed to process post-handshake"):
-        refused.wait_ready(timeout=60)
+        refused.wait_ready(timeout=90)
     try:
         for client in clients:  # the JVMs started in parallel
-            client.wait_ready(timeout=60)
+            client.wait_ready(timeout=90)
         for listener in settings:
             java_registered = functools.partial(registered, double, listener, ClientKind.JAVA)
             wait_for(java_registered, what=f"Java client on {listener}")

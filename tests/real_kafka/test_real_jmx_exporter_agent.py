@@ -12,6 +12,7 @@ requests (KIP-896).
 from __future__ import annotations
 
 import shutil
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -98,21 +99,27 @@ def served(agent: Agent) -> str:
         return str(response.read().decode())
 
 
-def use_rules(agent: Agent, preset: str) -> None:
-    """Make the agent serve ``preset``'s rules, and wait until it does."""
+def use_rules(agent: Agent, preset: str) -> float:
+    """Make the agent serve ``preset``'s rules, and wait until it does; how long its scrape that did took (s)."""
     source, sample, _ = PRESETS[preset]
     if agent.rules.read_bytes() != source.read_bytes():
         shutil.copyfile(source, agent.rules)
+    took = 0.0
 
     # The agent compares the file's modification time with its last load at every scrape; a scrape of a loaded
     # machine's broker may time out (the agent reads every MBean): not yet, asked again.
     def serving() -> bool:
+        nonlocal took
+        began = time.monotonic()
         try:
-            return f"\n{sample}{{" in served(agent)
+            found = f"\n{sample}{{" in served(agent)
         except OSError:
             return False
+        took = time.monotonic() - began
+        return found
 
     wait_for(serving, timeout=90, what=f"{sample} served by the agent", interval=0.5)
+    return took
 
 
 @pytest.fixture(scope="module")
@@ -123,13 +130,14 @@ def runs(agent: Agent, clients: RealClient) -> Iterator[dict[str, CollectOnce]]:
 
 def collected(agent: Agent, preset: str, runs: dict[str, CollectOnce]) -> CollectOnce:
     if preset not in runs:
-        use_rules(agent, preset)
-        runs[preset] = _collect(agent, preset)
+        scrape_seconds = use_rules(agent, preset)
+        runs[preset] = _collect(agent, preset, scrape_seconds)
     return runs[preset]
 
 
-def _collect(agent: Agent, preset: str) -> CollectOnce:
-    """One cycle reading the broker twice: through the agent with ``preset``, and over JMX."""
+def _collect(agent: Agent, preset: str, scrape_seconds: float) -> CollectOnce:
+    """One cycle reading the broker twice: through the agent with ``preset``, and over JMX. ``scrape_seconds``: how
+    long the agent's last scrape took."""
     node = agent.node
     clusters = [
         {
@@ -144,8 +152,12 @@ def _collect(agent: Agent, preset: str) -> CollectOnce:
         },
     ]
     # The agent renders every MBean of the broker through the rules at each scrape: seconds of CPU, many more on a
-    # busy machine; the deadline is the exporter's per-broker one, which a slow scrape must not lose to.
-    return collect_once(agent.directory, clusters, interval_seconds=30, jmx_timeout_seconds=25)
+    # busy machine; the deadline is the exporter's per-broker one, which a slow scrape must not lose to. 25 s was
+    # once too short (a CI run on a loaded machine, Confluent's rules): four times the scrape just seen, at least.
+    deadline = max(25.0, 4 * scrape_seconds)
+    return collect_once(
+        agent.directory, clusters, timeout=deadline + 65, interval_seconds=deadline + 5, jmx_timeout_seconds=deadline
+    )
 
 
 def by_cluster(run: CollectOnce, sample: str, cluster: str, **match: str) -> dict[tuple[tuple[str, str], ...], float]:
