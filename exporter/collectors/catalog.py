@@ -144,8 +144,8 @@ UNVERIFIED_CONNECTIONS = Family(
     Kind.GAUGE,
     "Connections on this listener under this client software that may be the own channels of brokers whose "
     "channels could not be read this cycle (kafka_client_exporter_broker_channels_read 0), or unknown ones "
-    "accepted since the last cycle that may not have sent ApiVersions yet: neither judged as a client's (no "
-    "violation) nor as a broker's. Only non-zero values are exported.",
+    "accepted within ten seconds or since the last cycle that may not have sent ApiVersions yet: neither judged "
+    "as a client's (no violation) nor as a broker's. Only non-zero values are exported.",
     (KAFKA_CLUSTER, "listener", "client_software_name", "client_software_version"),
 )
 BROKER_CHANNELS_READ = Family(
