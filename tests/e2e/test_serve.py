@@ -124,7 +124,10 @@ def test_serve_takes_the_prometheus_flags(double: DoubleCluster, tmp_path: Path)
 
 def test_collect_once_prints_and_fails_only_when_every_broker_fails(double: DoubleCluster, tmp_path: Path) -> None:
     dead = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{free_port()}/jmxrmi"
-    config = config_for(tmp_path, {1: double.broker(1).jmx_url, 9: dead})
+    # The dead port refuses at once, so the deadline costs nothing here; 2 s was twice too short for the healthy
+    # broker's read (suite runs with the cores shared): a new JVM's first JMX connection loads RMI's and JNDI's
+    # classes, 0.45 s beside two busy loops, more at a load of 15.
+    config = config_for(tmp_path, {1: double.broker(1).jmx_url, 9: dead}, interval_seconds=10, jmx_timeout_seconds=10)
     run = subprocess.run(
         [*EXPORTER, "collect-once", "--config", str(config)], capture_output=True, text=True, timeout=60
     )
@@ -140,13 +143,14 @@ def test_collect_once_prints_and_fails_only_when_every_broker_fails(double: Doub
 
 
 def test_a_bridge_slow_to_start_costs_no_broker_its_read(double: DoubleCluster, tmp_path: Path) -> None:
-    """The bridge JVM's start is not the brokers' time. Started three seconds late (as a JVM on a loaded machine), with
-    a 2 s deadline, the one cycle of collect-once still reads the broker: before, it counted the start against the
-    deadline and failed every broker ("did not finish within 2 s", a suite run with the cores shared)."""
+    """The bridge JVM's start is not the brokers' time. Started seven seconds late (as a JVM on a loaded machine), with
+    a 5 s deadline, the one cycle of collect-once still reads the broker: before, it counted the start against the
+    deadline and failed every broker ("did not finish within 2 s", a suite run with the cores shared). The deadline
+    leaves the first read, a new JVM's first JMX connection, room on a loaded machine (2 s did not, twice)."""
     java = tmp_path / "slow-java"
-    java.write_text(f'#!/bin/sh\nsleep 3\nexec "{shutil.which("java")}" "$@"\n')
+    java.write_text(f'#!/bin/sh\nsleep 7\nexec "{shutil.which("java")}" "$@"\n')
     java.chmod(0o755)
-    config = config_for(tmp_path, {1: double.broker(1).jmx_url})
+    config = config_for(tmp_path, {1: double.broker(1).jmx_url}, interval_seconds=5, jmx_timeout_seconds=5)
     document = yaml.safe_load(config.read_text())
     config.write_text(yaml.safe_dump({**document, "java": {"path": str(java)}}))
     run = subprocess.run(
