@@ -412,6 +412,33 @@ def test_a_broker_restarted_on_the_same_port_is_read_again_in_the_next_cycle(mbe
     assert [(c.software_name, c.connections) for c in reading.clients] == [("after-restart", 6)]  # type: ignore[union-attr]
 
 
+def test_a_broker_gone_while_its_connection_was_kept_is_logged_in_one_line(
+    mbean_host: MBeanHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bridge says why it reconnects in lines of its own, one each. RMI's message holds a line break ("nested
+    exception is:\n\tjava.net.ConnectException"), the JDK's JMX client logs its failed restart of the connection
+    over several lines (java.util.logging), and the exporter logs every line of the bridge's stderr that is not the
+    bridge's own as the JVM complaining: each broker crash made false warnings (seen in the migration story)."""
+    caplog.set_level(logging.DEBUG, logger="exporter.sources.jmx_bridge")
+    port = free_port()
+    loop = CollectionLoop(settings([{"id": 52, "jmx_url": populate(mbean_host, 52, port)}]))
+
+    async def run() -> tuple[Snapshot, Snapshot]:
+        first = await loop.run_cycle()
+        mbean_host.stop_broker(52)
+        return first, await loop.run_cycle()
+
+    try:
+        first, gone = asyncio.run(run())
+    finally:
+        loop.close()
+    assert up(first) == {"52": (True, None)}
+    assert up(gone) == {"52": (False, "connection")}
+    bridge = [r for r in caplog.records if r.name == "exporter.sources.jmx_bridge"]
+    assert [r.getMessage() for r in bridge if "reconnecting to" in r.getMessage()], caplog.text
+    assert [r.getMessage() for r in bridge if r.levelno >= logging.WARNING] == []
+
+
 def test_a_black_holed_broker_among_49_healthy_ones_costs_only_its_own_up(
     mbean_host: MBeanHost, silent_port: int
 ) -> None:

@@ -174,6 +174,7 @@ public final class JmxBridge {
 
     public static void main(String[] args) throws Exception {
         int workers = Integer.parseInt(args[0]);
+        logTheJdkAsOurOwn();
         if (args.length > 2) {
             // The RMI server stub of a broker with com.sun.management.jmxremote.ssl=true carries an
             // SslRMIClientSocketFactory, which takes SSLSocketFactory.getDefault(): the default context is the one.
@@ -763,8 +764,43 @@ public final class JmxBridge {
         }
     }
 
+    /**
+     * The JDK's JMX client logs through java.util.logging, to stderr, over several lines each: when a kept connection
+     * fails, its ClientCommunicatorAdmin tries to restart it and says "WARNING: Failed to restart: ..." and more, which
+     * the exporter took for the JVM complaining (warnings at every broker crash). The read answers that failure
+     * already: such records are the bridge's own lines now, one each (the exporter logs those at debug).
+     */
+    private static void logTheJdkAsOurOwn() {
+        java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+        for (java.util.logging.Handler handler : root.getHandlers()) {
+            root.removeHandler(handler);
+        }
+        java.util.logging.Formatter formatter = new java.util.logging.SimpleFormatter();
+        root.addHandler(new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                Throwable thrown = record.getThrown();
+                log("JDK " + record.getLevel() + " " + record.getLoggerName() + ": " + formatter.formatMessage(record)
+                        + (thrown == null ? "" : ": " + describe(thrown)));
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        });
+    }
+
+    /**
+     * One line per message: the exporter takes every stderr line without this prefix for the JVM complaining (a
+     * warning), and RMI's messages hold line breaks ("nested exception is:\n\tjava.io.EOFException"), so each
+     * reconnection after a broker's restart logged a false warning.
+     */
     private static void log(String message) {
-        System.err.println("jmx-bridge: " + message);
+        System.err.println("jmx-bridge: " + message.replaceAll("\\s*\\R\\s*", " "));
     }
 
     private static ThreadFactory daemon(String name) {
