@@ -220,6 +220,11 @@ class JmxBridge(JmxTransport):
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
+            # A read that ends without its answer (cancelled, or given up while the bridge started) may still be
+            # failed by the bridge's exit, queued from its reader thread: that failure has nobody to go to, and
+            # asyncio would log it as "Future exception was never retrieved" (seen at a suite's teardown).
+            if not future.cancel() and not future.cancelled():
+                future.exception()
 
     async def _started(self, process: subprocess.Popen[bytes]) -> None:
         """Until ``process`` has said it is ready, or has exited (its reads then fail with its exit); a bridge that

@@ -4,9 +4,13 @@ matched by id, a dead or silent bridge fails its reads with reason jmx_bridge an
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import re
+import signal
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -174,3 +178,44 @@ def test_pending_brokers_are_the_reads_still_waiting_for_an_answer(stand_in: Cal
     assert waiting == ["c/1"]
     assert after == []  # answered, and a read that ends leaves no entry
     assert second == [{"mBeanName": "c/2", "value": 1}]
+
+
+def test_a_read_cancelled_as_its_bridge_exits_leaves_no_failure_unretrieved(
+    stand_in: Callable[..., JmxBridge], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The exporter stopping while its bridge is killed: the bridge's reader thread fails the reads it still lists,
+    # and a read cancelled at that moment is gone before its failure lands. asyncio then logged "Future exception
+    # was never retrieved" for JmxError('the JMX bridge exited (code -9) ...') at a suite run's teardown.
+    failed = threading.Event()
+    queue_failure = JmxBridge._call
+
+    def call(pending: object, items: object, error: object) -> None:
+        queue_failure(pending, items, error)  # type: ignore[arg-type]
+        failed.set()
+
+    monkeypatch.setattr(JmxBridge, "_call", staticmethod(call))
+    bridge = stand_in("mute")  # never ready: the read waits for its start
+    unretrieved: list[dict[str, object]] = []
+
+    async def cycle() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+        read = asyncio.create_task(bridge.read("c/1", JmxTarget("u1"), 30.0))
+        deadline = loop.time() + 30
+        while bridge.pending_brokers() != ["c/1"]:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.01)
+        pid = bridge.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        # Not yielding to the loop: the thread queues the read's failure before the cancellation below.
+        assert failed.wait(30)
+        read.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await read
+        del read
+        gc.collect()
+
+    asyncio.run(cycle())
+    gc.collect()
+    assert unretrieved == []
