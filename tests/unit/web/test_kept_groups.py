@@ -8,19 +8,23 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
 from exporter.collectors import snapshot_collector
 from exporter.collectors.brokers import AdvertisedKey
 from exporter.collectors.snapshot_collector import SnapshotCollector
 from exporter.snapshot import BrokerFacts, Snapshot
-from exporter.web.exposition import _render_families, render_snapshot
+from exporter.web import exposition
+from exporter.web.exposition import OPENMETRICS_EOF, render_snapshot
 from tests.unit.collectors.rich_snapshot import rich_snapshot
 
 
 def _whole(snapshot: Snapshot | None, openmetrics: bool) -> bytes:
-    """One render of every family at once, as before the groups were kept."""
-    return _render_families(SnapshotCollector(snapshot).collect(), openmetrics)
+    """One render of every family at once by the library, nothing kept."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(snapshot))
+    return exposition._generate(registry, openmetrics).removesuffix(OPENMETRICS_EOF)
 
 
 def _with_produce_max(snapshot: Snapshot, max_version: int) -> Snapshot:
