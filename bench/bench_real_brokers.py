@@ -15,8 +15,9 @@ Then a real `kafka-client-exporter serve` daemon, with a `--interval` (3 s) cycl
 - `protocol`: bootstrap_servers only (discovery, ApiVersions with the brokers' DescribeConfigs, client metrics);
 - `together`: both.
 
-For each, after `--warmup` cycles (40 by default, two minutes: the bridge JVM's compiler is then done, as in a daemon
-that runs for days; with 3 its compilations still fall in the window, about 2.5 ms more), the daemon's CPU over a
+For each, after `--warmup` cycles (40 by default, two minutes: the bridge JVM's compiler has done most of its work;
+with 3 its compilations still fall in the window, about 2.5 ms more; it is still at work after 40, a twentieth of the
+figure, and done after `--warmup 200`, ten minutes, as in a daemon that runs for days), the daemon's CPU over a
 window of `--cycles` completed cycles: utime + stime of the daemon (all its threads), of its live children (the JMX
 bridge JVM) and of the children it reaped in the window (/proc/<pid>/stat fields 14-17), divided by brokers x cycles.
 The cycles are counted from `kafka_client_exporter_snapshot_timestamp_seconds` on /metrics: the window opens when a
