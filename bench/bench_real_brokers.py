@@ -25,7 +25,8 @@ new snapshot is published and closes when the `--cycles`-th after it is (a cycle
 interval, so the cycles start one interval apart; the count is the timestamps' distance over the interval, checked to
 be whole). /metrics is read about every 0.25 s only around the window's two ends, a handful of requests per window:
 they are counted, a Prometheus scrape costing about as much. Failed polls in the window
-(kafka_client_exporter_errors_total) are reported and fail the run.
+(kafka_client_exporter_errors_total) are reported and fail the run. The warm-up's own figure (its cycles after the
+first, the same sum) is printed too: what the daemon's first minutes cost.
 
 With `--single` (the default), the same three figures on a one-node cluster of the same kind after the main one is
 stopped. Prints the table (figure, target, measured, PASS/FAIL), the ratios jmx/together and protocol/together,
@@ -227,6 +228,14 @@ def next_snapshot(base: str, after: float, deadline: float, daemon: subprocess.P
     raise SystemExit(f"no new snapshot on {base} after {after}")
 
 
+def cycles_later(
+    base: str, since: Scrape, cycles: int, interval: float, daemon: subprocess.Popen[bytes]
+) -> tuple[Scrape, int]:
+    """The snapshot ``cycles`` intervals after ``since``, slept through and then read about every 0.25 s."""
+    time.sleep(max(0.0, cycles * interval - 1.0))
+    return next_snapshot(base, since.timestamp + (cycles - 0.5) * interval, time.monotonic() + 3 * interval, daemon)
+
+
 # -- one measurement -------------------------------------------------------------------------------------------
 
 
@@ -243,10 +252,16 @@ class Measured:
     channel_series: int
     channels_read: int
     threads: list[tuple[str, float]]  # (process/thread name, seconds), highest first
+    warmup_cycles: int  # the cycles between the first snapshot and the window's opening one
+    warmup_cpu: float  # seconds: daemon + children over those cycles
 
     @property
     def ms_per_broker_cycle(self) -> float:
         return 1000 * self.cpu / (self.brokers * self.cycles)
+
+    @property
+    def warmup_ms_per_broker_cycle(self) -> float:
+        return 1000 * self.warmup_cpu / (self.brokers * max(1, self.warmup_cycles))
 
 
 def exporter_cluster(cluster: KafkaCluster, configuration: str) -> dict[str, object]:
@@ -270,6 +285,13 @@ def thread_deltas(before: CpuSample, after: CpuSample, daemon: int) -> list[tupl
     return sorted(rows, key=lambda row: -row[1])
 
 
+def cpu_between(before: CpuSample, after: CpuSample) -> tuple[float, float]:
+    """(daemon + children, of it the live and new children) CPU seconds between two samples of one daemon."""
+    live = sum(after.children.get(pid, 0.0) - seconds for pid, seconds in before.children.items())
+    new_children = sum(seconds for pid, seconds in after.children.items() if pid not in before.children)
+    return (after.own - before.own) + (after.reaped - before.reaped) + live + new_children, live + new_children
+
+
 def measure(
     directory: Path, cluster: KafkaCluster, configuration: str, interval: float, warmup: int, cycles: int
 ) -> Measured:
@@ -284,41 +306,37 @@ def measure(
     base = f"http://127.0.0.1:{port}"
     label = f"{len(cluster.nodes)} node(s), {configuration}"
     with running_exporter(config, port) as daemon:
-        start_deadline = time.monotonic() + 60 + (warmup + 2) * interval
-        first, _ = next_snapshot(base, 0.0, start_deadline, daemon)
+        first, _ = next_snapshot(base, 0.0, time.monotonic() + 60 + 2 * interval, daemon)
+        at_first = sample_cpu(daemon.pid)
         progress(f"{label}: first cycle done; {warmup} warm-up cycles")
-        warm = first
-        for _ in range(warmup):
-            warm, _ = next_snapshot(base, warm.timestamp, start_deadline, daemon)
+        # Read like the window (a handful of /metrics requests, not four a second): the two figures compare.
+        warm = cycles_later(base, first, warmup, interval, daemon)[0] if warmup else first
         # The window opens as the snapshot after the warm-up is published (its CPU sample right after it).
         opening, _ = next_snapshot(base, warm.timestamp, time.monotonic() + 3 * interval, daemon)
         before = sample_cpu(daemon.pid)
         progress(f"{label}: window of {cycles} cycles")
-        time.sleep(max(0.0, cycles * interval - 1.0))
-        closing, requests = next_snapshot(
-            base, opening.timestamp + (cycles - 0.5) * interval, time.monotonic() + 3 * interval, daemon
-        )
+        closing, requests = cycles_later(base, opening, cycles, interval, daemon)
         after = sample_cpu(daemon.pid)
     counted = (closing.timestamp - opening.timestamp) / interval
     if abs(counted - round(counted)) > 0.2:
         progress(f"{label}: snapshots {counted:.2f} intervals apart: a cycle took longer than the interval?")
-    live = sum(after.children.get(pid, 0.0) - seconds for pid, seconds in before.children.items())
-    new_children = sum(seconds for pid, seconds in after.children.items() if pid not in before.children)
     if set(after.children) != set(before.children):
         progress(f"{label}: children changed in the window: {sorted(before.children)} -> {sorted(after.children)}")
-    cpu = (after.own - before.own) + (after.reaped - before.reaped) + live + new_children
+    cpu, bridge_cpu = cpu_between(before, after)
     measured = Measured(
         brokers=brokers,
         cycles=round(counted),
         window=closing.timestamp - opening.timestamp,
         cpu=cpu,
-        bridge_cpu=live + new_children,
+        bridge_cpu=bridge_cpu,
         requests=requests,
         failed=closing.errors - opening.errors,
         up=closing.up,
         channel_series=closing.channel_series,
         channels_read=closing.channels_read,
         threads=thread_deltas(before, after, daemon.pid),
+        warmup_cycles=round((opening.timestamp - first.timestamp) / interval),
+        warmup_cpu=cpu_between(at_first, before)[0],
     )
     progress(
         f"{label}: {measured.cpu:.2f} s CPU over {measured.cycles} cycles ({measured.window:.1f} s): "
@@ -448,7 +466,8 @@ def main() -> int:
             f"the bridge JVM {m.bridge_cpu:.2f} s; {m.requests} /metrics requests in the window; {m.failed:g} failed "
             f"polls; "
             f"{len(m.up)} up series, down: {down or 'none'}; {m.channel_series} outbound-connection series, "
-            f"{m.channels_read} brokers with channels read"
+            f"{m.channels_read} brokers with channels read; the {m.warmup_cycles} warm-up cycles before the window "
+            f"(the first one's excluded) {m.warmup_cpu:.2f} s, {m.warmup_ms_per_broker_cycle:.2f} ms per broker-cycle"
         )
     print(f"\nload average (1, 5, 15 min) at the start and after each figure: {' | '.join(loads)}")
     if args.threads:

@@ -23,6 +23,7 @@ from harness.ports import free_port
 from harness.raw_client import RawConnection
 from kafka_double.cluster import BrokerSpec, DoubleCluster, ListenerSpec
 from kafka_double.mbean_host import MBeanHost
+from tests.support.event_loop_stalls import cycle_and_stall
 from tests.support.waiting import SURE_CYCLE
 
 pytestmark = pytest.mark.slow
@@ -192,6 +193,7 @@ def test_killed_broker_is_down_and_others_unaffected(mbean_host: MBeanHost) -> N
 
 
 def test_silent_jmx_port_does_not_stall_the_cycle(cluster: DoubleCluster, silent_port: int) -> None:
+    deadline = 3.0
     settings = Settings(
         clusters=[
             {
@@ -202,12 +204,36 @@ def test_silent_jmx_port_does_not_stall_the_cycle(cluster: DoubleCluster, silent
                 ],
             }
         ],
-        collection={"interval_seconds": 10, "jmx_timeout_seconds": 3},
+        collection={"interval_seconds": 10, "jmx_timeout_seconds": deadline},
     )
-    started = time.monotonic()
-    snapshot, _ = collect(settings)
-    assert time.monotonic() - started < 6
-    assert {r.key.broker: r.error_reason for r in snapshot.results} == {"1": None, "99": "timeout"}
+    loop = CollectionLoop(settings)
+
+    def reasons(snapshot: Snapshot) -> dict[str, str | None]:
+        return {r.key.broker: r.error_reason for r in snapshot.results}
+
+    async def until_broker_1_is_read() -> list[tuple[Snapshot, float, float]]:
+        # The first cycle starts the bridge's JVM, which its deadline does not count, and makes its first JMX
+        # connection (RMI's and JNDI's classes loaded then): beside two busy loops and the suite (load 12 to 15)
+        # broker 1's read missed the deadline too, and the exporter said so. So the silent port is judged in a cycle
+        # after the first that read broker 1, as an exporter that has run a while meets one.
+        cycles = []
+        give_up = time.monotonic() + 120
+        while len(cycles) < 2 or reasons(cycles[-1][0])["1"] is not None:
+            assert time.monotonic() < give_up, f"broker 1 unread for 120 s: {reasons(cycles[-1][0])}"
+            started = time.monotonic()
+            snapshot, stall = await cycle_and_stall(loop)
+            cycles.append((snapshot, time.monotonic() - started, stall))
+        return cycles
+
+    try:
+        cycles = asyncio.run(until_broker_1_is_read())
+    finally:
+        loop.close()
+    assert [reasons(snapshot)["99"] for snapshot, _, _ in cycles] == ["timeout"] * len(cycles)
+    snapshot, seconds, stall = cycles[-1]
+    assert reasons(snapshot) == {"1": None, "99": "timeout"}
+    # The silent port's deadline, no more: beyond it only the event loop's own lateness, measured in the cycle.
+    assert seconds < 1.5 * deadline + stall, (seconds, stall)
 
 
 def test_wrong_jmx_password_is_clear_and_never_leaks(mbean_host: MBeanHost, caplog: pytest.LogCaptureFixture) -> None:
