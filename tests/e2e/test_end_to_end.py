@@ -216,7 +216,7 @@ def test_silent_jmx_port_does_not_stall_the_cycle(cluster: DoubleCluster, silent
         # connection (RMI's and JNDI's classes loaded then): beside two busy loops and the suite (load 12 to 15)
         # broker 1's read missed the deadline too, and the exporter said so. So the silent port is judged in a cycle
         # after the first that read broker 1, as an exporter that has run a while meets one.
-        cycles = []
+        cycles: list[tuple[Snapshot, float, float]] = []
         give_up = time.monotonic() + 120
         while len(cycles) < 2 or reasons(cycles[-1][0])["1"] is not None:
             assert time.monotonic() < give_up, f"broker 1 unread for 120 s: {reasons(cycles[-1][0])}"
