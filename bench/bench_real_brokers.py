@@ -35,7 +35,7 @@ code 1 when the main cluster's `together` figure misses the target. Everything i
 stopped by its pid. Takes about twelve minutes on 2 cores (four with `--no-single --only together`).
 
     .venv/bin/python bench/bench_real_brokers.py [--cycles 20] [--warmup 40] [--interval 3] [--no-single] [--threads]
-        [--nodes 3] [--release 4.4.0] [--zookeeper] [--lingering 0]
+        [--nodes 3] [--release 4.4.0] [--zookeeper] [--lingering 0] [--java-option=OPTION ...]
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 # The double and real_kafka are not installed (the wheel ships exporter/ only): import them from the checkout.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from exporter.config.settings import JavaConfig
 from harness.clients import ClientKind, start_client
 from harness.exporter_process import checkout_env, running_exporter
 from harness.ports import free_port
@@ -293,13 +294,24 @@ def cpu_between(before: CpuSample, after: CpuSample) -> tuple[float, float]:
 
 
 def measure(
-    directory: Path, cluster: KafkaCluster, configuration: str, interval: float, warmup: int, cycles: int
+    directory: Path,
+    cluster: KafkaCluster,
+    configuration: str,
+    interval: float,
+    warmup: int,
+    cycles: int,
+    java_options: list[str],
 ) -> Measured:
     brokers = len(list(cluster.brokers()))
     config = directory / f"exporter-{len(cluster.nodes)}-{configuration}.yaml"
     config.write_text(
         yaml.safe_dump(
-            {"collection": {"interval_seconds": interval}, "clusters": [exporter_cluster(cluster, configuration)]}
+            {
+                "collection": {"interval_seconds": interval},
+                "clusters": [exporter_cluster(cluster, configuration)],
+                # Added to the defaults, not in their place: the figure compares with one run without the option.
+                "java": {"options": [*JavaConfig().options, *java_options]},
+            }
         )
     )
     port = free_port()
@@ -425,6 +437,13 @@ def main() -> int:
     parser.add_argument("--release", default=RELEASE, help="the brokers' Kafka release (fetched by the set-up)")
     parser.add_argument("--zookeeper", action="store_true", help="ZooKeeper-mode brokers (releases 2.8 to 3.9)")
     parser.add_argument(
+        "--java-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="a JVM option of the JMX bridge after the exporter's defaults, as --java-option=-XX:... (repeat for more)",
+    )
+    parser.add_argument(
         "--lingering", type=int, default=0, help="clients of distinct versions connected and gone before the window"
     )
     args = parser.parse_args()
@@ -440,7 +459,7 @@ def main() -> int:
             with cluster_with_clients(Path(tmp) / f"cluster-{nodes}", nodes, layout, args.lingering) as cluster:
                 for configuration in configurations:
                     results[(nodes, configuration)] = measure(
-                        Path(tmp), cluster, configuration, args.interval, args.warmup, args.cycles
+                        Path(tmp), cluster, configuration, args.interval, args.warmup, args.cycles, args.java_option
                     )
                     loads.append(load_average())
 
