@@ -1,4 +1,5 @@
-"""The JMX bridge JVM alone against three real 4.4.0 brokers: its CPU per broker-read, for one jar or two in turn.
+"""The JMX bridge JVM alone against three real 4.4.0 brokers: its CPU per broker-read, for one jar or two in turn (or
+one jar with and without more JVM options).
 
 Issue 49's bench (`bench_real_brokers.py`) measures the whole daemon at its 3 s cycle, where a change worth a tenth of
 the bridge is smaller than what the machine's own drift moves the figure by from one run to the next. This one drives
@@ -10,9 +11,10 @@ measures `--cycles` cycles (utime + stime of the bridge JVM from /proc, per thre
 per jar and the ratio of each jar's mean to the first's.
 
     .venv/bin/python bench/bench_bridge_jars.py [--jar old.jar --jar new.jar] [--rounds 3] [--cycles 300]
-        [--warmup 150] [--gap 0.1] [--java-option=-XX:...]
+        [--warmup 150] [--gap 0.1] [--java-option=-XX:...] [--versus-option=-XX:...]
 
-Without `--jar`, the shipped jar alone. A jar built from another revision of JmxBridge.java:
+Without `--jar`, the shipped jar alone. With `--versus-option` (one jar only), that jar against itself started with
+those options too: the way to weigh a JVM option of the bridge. A jar built from another revision of JmxBridge.java:
 `git show REV:exporter/sources/jmx_bridge/jmx-bridge.jar > old.jar`. Everything is on 127.0.0.1 and every process is
 stopped by its pid. Takes about two minutes per run with the defaults, plus the cluster's start.
 """
@@ -49,8 +51,18 @@ DEADLINE_MS = 2000
 
 
 @dataclass(frozen=True)
-class Run:
+class Variant:
     jar: str
+    options: tuple[str, ...]  # after the exporter's defaults and --java-option
+
+    @property
+    def label(self) -> str:
+        return " ".join((self.jar[-50:] if not self.options else Path(self.jar).name, *self.options))
+
+
+@dataclass(frozen=True)
+class Run:
+    variant: Variant
     ms_per_read: float
     threads: dict[str, float]  # thread group (workers, compiler, main...) -> CPU seconds in the window
 
@@ -63,10 +75,12 @@ def _group(name: str) -> str:
     return "main" if name == "java" else name
 
 
-def measure(cluster: KafkaCluster, jar: str, options: list[str], warmup: int, cycles: int, gap: float) -> Run:
-    """One bridge of `jar`, as the exporter starts it, reading every broker each cycle."""
+def measure(cluster: KafkaCluster, variant: Variant, options: list[str], warmup: int, cycles: int, gap: float) -> Run:
+    """One bridge of the variant's jar and options, as the exporter starts it, reading every broker each cycle."""
     # The exporter's own command line (JVM options, RMI deadlines, workers), with `jar` in place of the shipped one.
-    command = JmxBridge(JavaRuntime("java", (*JavaConfig().options, *options)), 8, DEADLINE_MS / 1000, 600).command()
+    jar = variant.jar
+    java = JavaRuntime("java", (*JavaConfig().options, *options, *variant.options))
+    command = JmxBridge(java, 8, DEADLINE_MS / 1000, 600).command()
     classpath = command.index("-cp") + 1
     command[classpath] = command[classpath].replace(BRIDGE_JAR, jar)
     bridge = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -115,7 +129,7 @@ def measure(cluster: KafkaCluster, jar: str, options: list[str], warmup: int, cy
     groups: collections.defaultdict[str, float] = collections.defaultdict(float)
     for tid, (name, seconds) in threads_after.items():
         groups[_group(name)] += seconds - threads_before.get(tid, (name, 0.0))[1]
-    return Run(jar, 1000 * (after - before) / (cycles * len(brokers)), dict(groups))
+    return Run(variant, 1000 * (after - before) / (cycles * len(brokers)), dict(groups))
 
 
 def main() -> int:
@@ -126,11 +140,22 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=150, help="cycles before each run's window")
     parser.add_argument("--gap", type=float, default=0.1, help="seconds between a cycle's answers and the next")
     parser.add_argument("--java-option", action="append", default=[], help="one more JVM option of every bridge")
+    parser.add_argument(
+        "--versus-option",
+        action="append",
+        default=[],
+        help="a JVM option of a second variant of the one jar, as --versus-option=-XX:... (repeat for more)",
+    )
     args = parser.parse_args()
     jars = [str(Path(jar).resolve()) for jar in args.jar or [BRIDGE_JAR]]
     for jar in jars:
         if not Path(jar).is_file():
             parser.error(f"--jar {jar}: no such file")
+    if args.versus_option and len(jars) > 1:
+        parser.error("--versus-option compares one jar with itself: give one --jar at the most")
+    variants = [Variant(jar, ()) for jar in jars]
+    if args.versus_option:
+        variants.append(Variant(jars[0], tuple(args.versus_option)))
     if args.rounds < 1 or args.cycles < 1 or args.warmup < 0 or args.gap < 0:
         parser.error("--rounds and --cycles must be at least 1, --warmup and --gap at least 0")
 
@@ -140,23 +165,23 @@ def main() -> int:
         cluster_with_clients(Path(tmp) / "cluster", 3, Layout("4.4.0", zookeeper=False)) as cluster,
     ):
         for round_ in range(args.rounds):
-            # A B, then B A: a machine that drifts during the bench moves every jar alike.
-            for jar in jars if round_ % 2 == 0 else jars[::-1]:
-                run = measure(cluster, jar, args.java_option, args.warmup, args.cycles, args.gap)
+            # A B, then B A: a machine that drifts during the bench moves every variant alike.
+            for variant in variants if round_ % 2 == 0 else variants[::-1]:
+                run = measure(cluster, variant, args.java_option, args.warmup, args.cycles, args.gap)
                 runs.append(run)
                 shares = ", ".join(
                     f"{n} {s:.2f} s" for n, s in sorted(run.threads.items(), key=lambda t: -t[1]) if s >= 0.005
                 )
                 figure = f"{run.ms_per_read:.3f} ms per broker-read"
-                progress(f"round {round_ + 1}, {Path(jar).name}: {figure} ({shares})")
+                progress(f"round {round_ + 1}, {variant.label}: {figure} ({shares})")
 
     print(f"\n{'jar':<50} {'runs (ms of bridge CPU per broker-read)':<42} {'mean':>7} {'ratio':>6}")
     baseline = None
-    for jar in jars:
-        figures = [run.ms_per_read for run in runs if run.jar == jar]
+    for variant in variants:
+        figures = [run.ms_per_read for run in runs if run.variant == variant]
         mean = sum(figures) / len(figures)
         baseline = baseline or mean
-        print(f"{jar[-50:]:<50} {' '.join(f'{f:.3f}' for f in figures):<42} {mean:7.3f} {mean / baseline:6.3f}")
+        print(f"{variant.label:<50} {' '.join(f'{f:.3f}' for f in figures):<42} {mean:7.3f} {mean / baseline:6.3f}")
     return 0
 
 
